@@ -1,1 +1,3 @@
-//! placeholder
+//! blocklab coordinator: gRPC services, scheduler, SQLite catalog, and the CLI's logic.
+
+pub mod spec;

@@ -1,0 +1,451 @@
+//! The SQLite catalog: embedded migrations, WAL mode, foreign keys, one writer connection
+//! (every write is a `BEGIN IMMEDIATE` transaction) and a small read pool.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Sqlite, Transaction};
+
+use crate::spec::{Plan, Spec};
+
+pub use rows::*;
+
+#[path = "catalog_rows.rs"]
+mod rows;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("catalog: {0}")]
+    Sql(#[from] sqlx::Error),
+    #[error("catalog migration: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("job {0} not found")]
+    JobNotFound(String),
+}
+
+/// Handle to the catalog; cheap to clone.
+#[derive(Clone)]
+pub struct Catalog {
+    writer: SqlitePool,
+    reader: SqlitePool,
+}
+
+pub(crate) fn now() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+impl Catalog {
+    /// Opens (creating if missing) the catalog file and applies migrations.
+    pub async fn open(path: &Path) -> Result<Self, CatalogError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| CatalogError::Sql(sqlx::Error::Io(e)))?;
+        }
+        let opts = SqliteConnectOptions::from_str("sqlite://")?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(opts.clone())
+            .await?;
+        MIGRATOR.run(&writer).await?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(opts.read_only(true))
+            .await?;
+        Ok(Self { writer, reader })
+    }
+
+    pub(crate) async fn write(&self) -> Result<Transaction<'static, Sqlite>, CatalogError> {
+        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    pub fn reader(&self) -> &SqlitePool {
+        &self.reader
+    }
+
+    /// Records a host's hello: upserts the host and keeps its facts' history.
+    pub async fn upsert_host(&self, h: &HostRecord) -> Result<(), CatalogError> {
+        let now = now();
+        let mut tx = self.write().await?;
+        sqlx::query(
+            "INSERT INTO hosts (host_id, role, labels, address, version, facts_json, first_seen, last_seen)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT(host_id) DO UPDATE SET role = excluded.role, labels = excluded.labels,
+               address = excluded.address, version = excluded.version,
+               facts_json = excluded.facts_json, last_seen = excluded.last_seen",
+        )
+        .bind(&h.host_id)
+        .bind(&h.role)
+        .bind(serde_json::to_string(&h.labels).unwrap_or_else(|_| "[]".into()))
+        .bind(&h.address)
+        .bind(&h.version)
+        .bind(&h.facts_json)
+        .bind(&now)
+        .bind(&now)
+        .execute(&mut *tx)
+        .await?;
+        let last: Option<String> = sqlx::query_scalar(
+            "SELECT facts_json FROM host_facts WHERE host_id = ? ORDER BY seen_at DESC LIMIT 1",
+        )
+        .bind(&h.host_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if last.as_deref() != Some(h.facts_json.as_str()) {
+            sqlx::query("INSERT OR IGNORE INTO host_facts (host_id, seen_at, facts_json) VALUES (?, ?, ?)")
+                .bind(&h.host_id)
+                .bind(&now)
+                .bind(&h.facts_json)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn touch_host(&self, host_id: &str) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        sqlx::query("UPDATE hosts SET last_seen = ? WHERE host_id = ?")
+            .bind(now())
+            .bind(host_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn hosts(&self) -> Result<Vec<HostRecord>, CatalogError> {
+        let rows = sqlx::query("SELECT host_id, role, labels, address, version, facts_json, last_seen FROM hosts ORDER BY role, host_id")
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter().map(HostRecord::from_row).collect()
+    }
+
+    /// Stores a validated job with its cells and runs in one transaction.
+    pub async fn insert_job(&self, spec_text: &str, spec: &Spec, plan: &Plan) -> Result<String, CatalogError> {
+        let job_id = uuid::Uuid::new_v4().to_string();
+        let mut tx = self.write().await?;
+        sqlx::query("INSERT INTO jobs (job_id, name, spec_toml, state, run_order, created_at) VALUES (?, ?, ?, 'queued', ?, ?)")
+            .bind(&job_id)
+            .bind(&spec.name)
+            .bind(spec_text)
+            .bind(spec.order.to_string())
+            .bind(now())
+            .execute(&mut *tx)
+            .await?;
+        for c in &plan.cells {
+            sqlx::query("INSERT INTO cells (job_id, cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline) VALUES (?, ?, ?, ?, ?, ?, ?)")
+                .bind(&job_id)
+                .bind(c.index)
+                .bind(c.label())
+                .bind(c.block_size_kb)
+                .bind(c.wal_block_size_kb)
+                .bind(c.clients)
+                .bind(c.is_baseline)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for r in &plan.runs {
+            sqlx::query("INSERT INTO runs (run_id, job_id, cell_index, repetition, sequence, state, stage) VALUES (?, ?, ?, ?, ?, 'queued', 'queued')")
+                .bind(uuid::Uuid::new_v4().to_string())
+                .bind(&job_id)
+                .bind(r.cell_index)
+                .bind(r.repetition)
+                .bind(r.sequence)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(job_id)
+    }
+
+    pub async fn set_job_state(&self, job_id: &str, state: &str, error: Option<&str>) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        let finished = matches!(state, "done" | "failed" | "cancelled");
+        sqlx::query(
+            "UPDATE jobs SET state = ?, error = coalesce(?, error),
+               started_at = CASE WHEN started_at IS NULL AND ? NOT IN ('queued') THEN ? ELSE started_at END,
+               finished_at = CASE WHEN ? THEN ? ELSE finished_at END
+             WHERE job_id = ?",
+        )
+        .bind(state)
+        .bind(error)
+        .bind(state)
+        .bind(now())
+        .bind(finished)
+        .bind(now())
+        .bind(job_id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn pin_job_host(&self, job_id: &str, host_id: &str) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        sqlx::query("UPDATE jobs SET db_host_id = ? WHERE job_id = ?")
+            .bind(host_id)
+            .bind(job_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn jobs(&self) -> Result<Vec<JobRecord>, CatalogError> {
+        let rows = sqlx::query(JOB_SELECT_ALL).fetch_all(&self.reader).await?;
+        rows.iter().map(JobRecord::from_row).collect()
+    }
+
+    /// Jobs not yet finished, oldest first (resumed after a coordinator restart).
+    pub async fn unfinished_jobs(&self) -> Result<Vec<String>, CatalogError> {
+        Ok(sqlx::query_scalar("SELECT job_id FROM jobs WHERE state IN ('queued', 'building', 'running') ORDER BY created_at")
+            .fetch_all(&self.reader)
+            .await?)
+    }
+
+    pub async fn job(&self, job_id: &str) -> Result<JobRecord, CatalogError> {
+        let row = sqlx::query(JOB_SELECT_ONE)
+            .bind(job_id)
+            .fetch_optional(&self.reader)
+            .await?
+            .ok_or_else(|| CatalogError::JobNotFound(job_id.to_string()))?;
+        JobRecord::from_row(&row)
+    }
+
+    pub async fn runs(&self, job_id: &str) -> Result<Vec<RunRecord>, CatalogError> {
+        let rows = sqlx::query(RUN_SELECT).bind(job_id).fetch_all(&self.reader).await?;
+        rows.iter().map(RunRecord::from_row).collect()
+    }
+
+    pub async fn cells(&self, job_id: &str) -> Result<Vec<CellRecord>, CatalogError> {
+        let rows = sqlx::query("SELECT cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline FROM cells WHERE job_id = ? ORDER BY cell_index")
+            .bind(job_id)
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter().map(CellRecord::from_row).collect()
+    }
+
+    pub async fn record_build(&self, job_id: &str, host_id: &str, b: &BuildRecord) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        sqlx::query(
+            "INSERT OR REPLACE INTO builds (job_id, host_id, build_key, block_size_kb, wal_block_size_kb, source_sha256, pg_version, reused, build_seconds, recorded_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(job_id)
+        .bind(host_id)
+        .bind(&b.build_key)
+        .bind(b.block_size_kb)
+        .bind(b.wal_block_size_kb)
+        .bind(&b.source_sha256)
+        .bind(&b.pg_version)
+        .bind(b.reused)
+        .bind(b.build_seconds)
+        .bind(now())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn builds(&self, job_id: &str) -> Result<Vec<BuildRecord>, CatalogError> {
+        let rows = sqlx::query("SELECT build_key, block_size_kb, wal_block_size_kb, source_sha256, pg_version, reused, build_seconds FROM builds WHERE job_id = ? ORDER BY block_size_kb, wal_block_size_kb")
+            .bind(job_id)
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter().map(BuildRecord::from_row).collect()
+    }
+
+    /// Starts a new attempt of a run on the given hosts; returns the attempt number.
+    pub async fn begin_attempt(&self, run_id: &str, db_host: &str, worker: &str) -> Result<u32, CatalogError> {
+        let mut tx = self.write().await?;
+        let attempt: i64 = sqlx::query_scalar(
+            "UPDATE runs SET attempt = attempt + 1, state = 'running', stage = 'starting', error = NULL, log_tail = NULL,
+               db_host_id = ?, worker_host_id = ?, started_at = ?, finished_at = NULL
+             WHERE run_id = ? RETURNING attempt",
+        )
+        .bind(db_host)
+        .bind(worker)
+        .bind(now())
+        .bind(run_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(u32::try_from(attempt).unwrap_or(u32::MAX))
+    }
+
+    /// Moves a running attempt to a new stage; ignored if the attempt is no longer current.
+    pub async fn set_stage(&self, run_id: &str, attempt: u32, stage: &str) -> Result<bool, CatalogError> {
+        let mut tx = self.write().await?;
+        let n = sqlx::query("UPDATE runs SET stage = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
+            .bind(stage)
+            .bind(run_id)
+            .bind(attempt)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok(n == 1)
+    }
+
+    /// Stores what the agent proved about the live server, then moves to `loading-data`.
+    pub async fn record_server(&self, run_id: &str, attempt: u32, s: &ServerRecord) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        sqlx::query(
+            "UPDATE runs SET build_key = ?, build_reused = ?, server_version = ?, block_size = ?, wal_block_size = ?,
+               server_address = ?, stage = 'loading-data'
+             WHERE run_id = ? AND attempt = ? AND state = 'running'",
+        )
+        .bind(&s.build_key)
+        .bind(s.build_reused)
+        .bind(&s.server_version)
+        .bind(s.block_size)
+        .bind(s.wal_block_size)
+        .bind(&s.server_address)
+        .bind(run_id)
+        .bind(attempt)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM run_settings WHERE run_id = ?")
+            .bind(run_id)
+            .execute(&mut *tx)
+            .await?;
+        for (name, setting, unit, source) in &s.settings {
+            sqlx::query("INSERT INTO run_settings (run_id, name, setting, unit, source) VALUES (?, ?, ?, ?, ?)")
+                .bind(run_id)
+                .bind(name)
+                .bind(setting)
+                .bind(unit)
+                .bind(source)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Writes the result and marks the run done, in one transaction. Returns false (and
+    /// writes nothing) if the attempt is no longer current.
+    pub async fn finish_run(&self, run_id: &str, attempt: u32, r: &blocklab_proto::RunLoadResult) -> Result<bool, CatalogError> {
+        let mut tx = self.write().await?;
+        let n = sqlx::query("UPDATE runs SET state = 'done', stage = 'done', finished_at = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
+            .bind(now())
+            .bind(run_id)
+            .bind(attempt)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if n != 1 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        insert_result(&mut tx, run_id, r).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Marks an attempt failed at `stage`; ignored if the attempt is no longer current.
+    pub async fn fail_run(&self, run_id: &str, attempt: u32, stage: &str, reason: &str, log_tail: &str) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        sqlx::query("UPDATE runs SET state = 'failed', stage = ?, error = ?, log_tail = ?, finished_at = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
+            .bind(stage)
+            .bind(reason)
+            .bind(log_tail)
+            .bind(now())
+            .bind(run_id)
+            .bind(attempt)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Fails every queued run of a job (used when it cannot proceed at all).
+    pub async fn fail_queued_runs(&self, job_id: &str, stage: &str, reason: &str, cell_filter: Option<&[u32]>) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        let runs: Vec<(String, i64)> = sqlx::query_as("SELECT run_id, cell_index FROM runs WHERE job_id = ? AND state = 'queued'")
+            .bind(job_id)
+            .fetch_all(&mut *tx)
+            .await?;
+        for (run_id, cell) in runs {
+            let hit = cell_filter.is_none_or(|f| f.iter().any(|&c| i64::from(c) == cell));
+            if hit {
+                sqlx::query("UPDATE runs SET state = 'failed', stage = ?, error = ?, finished_at = ? WHERE run_id = ?")
+                    .bind(stage)
+                    .bind(reason)
+                    .bind(now())
+                    .bind(&run_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Runs left `running` by a coordinator that stopped are marked lost and requeued.
+    pub async fn requeue_interrupted(&self) -> Result<u64, CatalogError> {
+        let mut tx = self.write().await?;
+        let n = sqlx::query("UPDATE runs SET state = 'queued', stage = 'queued', error = 'interrupted by coordinator restart' WHERE state = 'running'")
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok(n)
+    }
+
+    pub async fn result(&self, run_id: &str) -> Result<Option<ResultRecord>, CatalogError> {
+        let row = sqlx::query("SELECT tps, tps_incl_conn, transactions, failures, latency_avg_ms, latency_p99_ms FROM results WHERE run_id = ?")
+            .bind(run_id)
+            .fetch_optional(&self.reader)
+            .await?;
+        row.as_ref().map(ResultRecord::from_row).transpose()
+    }
+}
+
+async fn insert_result(tx: &mut Transaction<'static, Sqlite>, run_id: &str, r: &blocklab_proto::RunLoadResult) -> Result<(), CatalogError> {
+    sqlx::query(
+        "INSERT INTO results (run_id, transactions, failures, tps, tps_incl_conn, latency_avg_ms, latency_stddev_ms,
+           latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_p999_ms, latency_max_ms, connection_time_ms,
+           measured_seconds, client_cpu_user_s, client_cpu_system_s, latency_histogram)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(run_id)
+    .bind(i64::try_from(r.transactions).unwrap_or(i64::MAX))
+    .bind(i64::try_from(r.failures).unwrap_or(i64::MAX))
+    .bind(r.tps_excluding_connections)
+    .bind(r.tps_including_connections)
+    .bind(r.latency_avg_ms)
+    .bind(r.latency_stddev_ms)
+    .bind(r.latency_p50_ms)
+    .bind(r.latency_p90_ms)
+    .bind(r.latency_p99_ms)
+    .bind(r.latency_p999_ms)
+    .bind(r.latency_max_ms)
+    .bind(r.connection_time_ms)
+    .bind(r.measured_seconds)
+    .bind(r.client_cpu_user_s)
+    .bind(r.client_cpu_system_s)
+    .bind(&r.latency_histogram)
+    .execute(&mut **tx)
+    .await?;
+    for s in &r.samples {
+        sqlx::query("INSERT INTO run_samples (run_id, second, transactions, latency_avg_ms, failures) VALUES (?, ?, ?, ?, ?)")
+            .bind(run_id)
+            .bind(s.second)
+            .bind(i64::try_from(s.transactions).unwrap_or(i64::MAX))
+            .bind(s.latency_avg_ms)
+            .bind(i64::try_from(s.failures).unwrap_or(i64::MAX))
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}
+

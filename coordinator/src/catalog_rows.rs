@@ -1,0 +1,213 @@
+//! Plain records read from and written to the catalog.
+
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use super::CatalogError;
+
+pub(super) const JOB_SELECT_ALL: &str = "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.created_at, j.spec_toml,
+  (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id) AS runs_total,
+  (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'done') AS runs_done,
+  (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'failed') AS runs_failed
+  FROM jobs j ORDER BY j.created_at";
+pub(super) const JOB_SELECT_ONE: &str = "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.created_at, j.spec_toml,
+  (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id) AS runs_total,
+  (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'done') AS runs_done,
+  (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'failed') AS runs_failed
+  FROM jobs j WHERE j.job_id = ?";
+pub(super) const RUN_SELECT: &str = "SELECT r.run_id, r.cell_index, r.repetition, r.sequence, r.attempt, r.state, r.stage,
+  r.error, r.log_tail, c.label, r.block_size, r.wal_block_size, r.build_key, r.build_reused, res.tps
+  FROM runs r JOIN cells c ON c.job_id = r.job_id AND c.cell_index = r.cell_index
+  LEFT JOIN results res ON res.run_id = r.run_id
+  WHERE r.job_id = ? ORDER BY r.sequence";
+
+fn u32_of(row: &SqliteRow, col: &str) -> Result<u32, CatalogError> {
+    let v: Option<i64> = row.try_get(col)?;
+    Ok(v.and_then(|v| u32::try_from(v).ok()).unwrap_or(0))
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostRecord {
+    pub host_id: String,
+    pub role: String,
+    pub labels: Vec<String>,
+    pub address: String,
+    pub version: String,
+    pub facts_json: String,
+    pub last_seen: String,
+}
+
+impl HostRecord {
+    pub(super) fn from_row(row: &SqliteRow) -> Result<Self, CatalogError> {
+        let labels: String = row.try_get("labels")?;
+        Ok(Self {
+            host_id: row.try_get("host_id")?,
+            role: row.try_get("role")?,
+            labels: serde_json::from_str(&labels).unwrap_or_default(),
+            address: row.try_get("address")?,
+            version: row.try_get("version")?,
+            facts_json: row.try_get("facts_json")?,
+            last_seen: row.try_get("last_seen")?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRecord {
+    pub job_id: String,
+    pub name: String,
+    pub state: String,
+    pub error: Option<String>,
+    pub db_host_id: Option<String>,
+    pub created_at: String,
+    pub spec_toml: String,
+    pub runs_total: u32,
+    pub runs_done: u32,
+    pub runs_failed: u32,
+}
+
+impl JobRecord {
+    pub(super) fn from_row(row: &SqliteRow) -> Result<Self, CatalogError> {
+        Ok(Self {
+            job_id: row.try_get("job_id")?,
+            name: row.try_get("name")?,
+            state: row.try_get("state")?,
+            error: row.try_get("error")?,
+            db_host_id: row.try_get("db_host_id")?,
+            created_at: row.try_get("created_at")?,
+            spec_toml: row.try_get("spec_toml")?,
+            runs_total: u32_of(row, "runs_total")?,
+            runs_done: u32_of(row, "runs_done")?,
+            runs_failed: u32_of(row, "runs_failed")?,
+        })
+    }
+
+    pub fn is_finished(&self) -> bool {
+        matches!(self.state.as_str(), "done" | "failed" | "cancelled")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    pub run_id: String,
+    pub cell_index: u32,
+    pub repetition: u32,
+    pub sequence: u32,
+    pub attempt: u32,
+    pub state: String,
+    pub stage: String,
+    pub error: Option<String>,
+    pub log_tail: Option<String>,
+    pub cell_label: String,
+    pub block_size: u32,
+    pub wal_block_size: u32,
+    pub build_key: Option<String>,
+    pub build_reused: bool,
+    pub tps: Option<f64>,
+}
+
+impl RunRecord {
+    pub(super) fn from_row(row: &SqliteRow) -> Result<Self, CatalogError> {
+        Ok(Self {
+            run_id: row.try_get("run_id")?,
+            cell_index: u32_of(row, "cell_index")?,
+            repetition: u32_of(row, "repetition")?,
+            sequence: u32_of(row, "sequence")?,
+            attempt: u32_of(row, "attempt")?,
+            state: row.try_get("state")?,
+            stage: row.try_get("stage")?,
+            error: row.try_get("error")?,
+            log_tail: row.try_get("log_tail")?,
+            cell_label: row.try_get("label")?,
+            block_size: u32_of(row, "block_size")?,
+            wal_block_size: u32_of(row, "wal_block_size")?,
+            build_key: row.try_get("build_key")?,
+            build_reused: row.try_get::<Option<bool>, _>("build_reused")?.unwrap_or(false),
+            tps: row.try_get("tps")?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellRecord {
+    pub cell_index: u32,
+    pub label: String,
+    pub block_size_kb: u32,
+    pub wal_block_size_kb: u32,
+    pub clients: u32,
+    pub is_baseline: bool,
+}
+
+impl CellRecord {
+    pub(super) fn from_row(row: &SqliteRow) -> Result<Self, CatalogError> {
+        Ok(Self {
+            cell_index: u32_of(row, "cell_index")?,
+            label: row.try_get("label")?,
+            block_size_kb: u32_of(row, "block_size_kb")?,
+            wal_block_size_kb: u32_of(row, "wal_block_size_kb")?,
+            clients: u32_of(row, "clients")?,
+            is_baseline: row.try_get("is_baseline")?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuildRecord {
+    pub build_key: String,
+    pub block_size_kb: u32,
+    pub wal_block_size_kb: u32,
+    pub source_sha256: String,
+    pub pg_version: String,
+    pub reused: bool,
+    pub build_seconds: f64,
+}
+
+impl BuildRecord {
+    pub(super) fn from_row(row: &SqliteRow) -> Result<Self, CatalogError> {
+        Ok(Self {
+            build_key: row.try_get("build_key")?,
+            block_size_kb: u32_of(row, "block_size_kb")?,
+            wal_block_size_kb: u32_of(row, "wal_block_size_kb")?,
+            source_sha256: row.try_get("source_sha256")?,
+            pg_version: row.try_get("pg_version")?,
+            reused: row.try_get("reused")?,
+            build_seconds: row.try_get("build_seconds")?,
+        })
+    }
+}
+
+/// What the agent proved about a run's live server.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ServerRecord {
+    pub build_key: String,
+    pub build_reused: bool,
+    pub server_version: String,
+    pub block_size: u32,
+    pub wal_block_size: u32,
+    pub server_address: String,
+    /// (name, setting, unit, source) from pg_settings.
+    pub settings: Vec<(String, String, String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultRecord {
+    pub tps: f64,
+    pub tps_incl_conn: f64,
+    pub transactions: i64,
+    pub failures: i64,
+    pub latency_avg_ms: f64,
+    pub latency_p99_ms: f64,
+}
+
+impl ResultRecord {
+    pub(super) fn from_row(row: &SqliteRow) -> Result<Self, CatalogError> {
+        Ok(Self {
+            tps: row.try_get("tps")?,
+            tps_incl_conn: row.try_get("tps_incl_conn")?,
+            transactions: row.try_get("transactions")?,
+            failures: row.try_get("failures")?,
+            latency_avg_ms: row.try_get("latency_avg_ms")?,
+            latency_p99_ms: row.try_get("latency_p99_ms")?,
+        })
+    }
+}

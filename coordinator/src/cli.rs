@@ -1,0 +1,1 @@
+//! The `blocklab` command-line client.

@@ -1,0 +1,222 @@
+//! The `Control` gRPC service: what the CLI calls.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use blocklab_proto::v1::control_server::Control;
+use blocklab_proto::v1::*;
+use tokio_stream::Stream;
+use tonic::{Request, Response, Status};
+
+use crate::catalog::{CatalogError, JobRecord, RunRecord};
+use crate::scheduler::Scheduler;
+use crate::spec::{Spec, SpecError};
+use crate::stats;
+
+/// Bad specs are the caller's fault; a missing job is not found; the rest is unavailable.
+impl From<SpecError> for Status {
+    fn from(e: SpecError) -> Self {
+        Status::invalid_argument(e.to_string())
+    }
+}
+
+impl From<CatalogError> for Status {
+    fn from(e: CatalogError) -> Self {
+        match e {
+            CatalogError::JobNotFound(_) => Status::not_found(e.to_string()),
+            other => Status::unavailable(other.to_string()),
+        }
+    }
+}
+
+pub struct ControlService {
+    pub scheduler: Arc<Scheduler>,
+    pub catalog_path: String,
+}
+
+fn summary(j: &JobRecord) -> JobSummary {
+    JobSummary {
+        job_id: j.job_id.clone(),
+        name: j.name.clone(),
+        state: j.state.clone(),
+        created_at: j.created_at.clone(),
+        runs_total: j.runs_total,
+        runs_done: j.runs_done,
+        runs_failed: j.runs_failed,
+        db_host_id: j.db_host_id.clone().unwrap_or_default(),
+        error: j.error.clone().unwrap_or_default(),
+    }
+}
+
+fn run_info(r: &RunRecord) -> RunInfo {
+    RunInfo {
+        run_id: r.run_id.clone(),
+        cell_index: r.cell_index,
+        repetition: r.repetition,
+        sequence: r.sequence,
+        attempt: r.attempt,
+        state: r.state.clone(),
+        stage: r.stage.clone(),
+        error: r.error.clone().unwrap_or_default(),
+        cell_label: r.cell_label.clone(),
+        block_size: r.block_size,
+        wal_block_size: r.wal_block_size,
+        tps: r.tps.unwrap_or(0.0),
+        build_key: r.build_key.clone().unwrap_or_default(),
+        build_reused: r.build_reused,
+    }
+}
+
+fn check_job_id(id: &str) -> Result<(), Status> {
+    uuid::Uuid::parse_str(id).map(|_| ()).map_err(|_| Status::invalid_argument(format!("job_id: {id:?} is not a job id (a UUID)")))
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<JobEvent, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Control for ControlService {
+    async fn submit_job(&self, request: Request<SubmitJobRequest>) -> Result<Response<SubmitJobResponse>, Status> {
+        let text = request.into_inner().spec_toml;
+        let spec = Spec::parse(&text)?;
+        let plan = spec.plan();
+        let job_id = self.scheduler.catalog.insert_job(&text, &spec, &plan).await?;
+        tracing::info!(job_id = %job_id, name = %spec.name, cells = plan.cells.len(), runs = plan.runs.len(), "job submitted");
+        self.scheduler.start_job(job_id.clone());
+        Ok(Response::new(SubmitJobResponse {
+            job_id,
+            cells: u32::try_from(plan.cells.len()).unwrap_or(u32::MAX),
+            runs: u32::try_from(plan.runs.len()).unwrap_or(u32::MAX),
+        }))
+    }
+
+    async fn list_jobs(&self, _: Request<ListJobsRequest>) -> Result<Response<ListJobsResponse>, Status> {
+        let jobs = self.scheduler.catalog.jobs().await?;
+        Ok(Response::new(ListJobsResponse { jobs: jobs.iter().map(summary).collect() }))
+    }
+
+    async fn get_job(&self, request: Request<GetJobRequest>) -> Result<Response<GetJobResponse>, Status> {
+        let id = request.into_inner().job_id;
+        check_job_id(&id)?;
+        let catalog = &self.scheduler.catalog;
+        let job = catalog.job(&id).await?;
+        let runs = catalog.runs(&id).await?;
+        Ok(Response::new(GetJobResponse {
+            job: Some(summary(&job)),
+            runs: runs.iter().map(run_info).collect(),
+            spec_toml: job.spec_toml,
+        }))
+    }
+
+    type WatchJobStream = EventStream;
+
+    async fn watch_job(&self, request: Request<WatchJobRequest>) -> Result<Response<Self::WatchJobStream>, Status> {
+        let id = request.into_inner().job_id;
+        check_job_id(&id)?;
+        let catalog = self.scheduler.catalog.clone();
+        catalog.job(&id).await?;
+        let mut events = self.scheduler.events.subscribe();
+        let stream = async_stream(move |tx| async move {
+            let mut last: Option<(JobSummary, Vec<RunInfo>)> = None;
+            loop {
+                let job = match catalog.job(&id).await {
+                    Ok(j) => j,
+                    Err(e) => {
+                        let _ = tx.send(Err(Status::from(e))).await;
+                        return;
+                    }
+                };
+                let runs: Vec<RunInfo> = catalog.runs(&id).await.map(|r| r.iter().map(run_info).collect()).unwrap_or_default();
+                let s = summary(&job);
+                let finished = job.is_finished();
+                let prev_runs = last.as_ref().map(|(_, r)| r.clone()).unwrap_or_default();
+                if last.as_ref().is_none_or(|(ls, lr)| ls != &s || lr != &runs) {
+                    let changed_run = runs.iter().find(|r| !prev_runs.contains(r)).cloned();
+                    if tx.send(Ok(JobEvent { job: Some(s.clone()), run: changed_run, finished })).await.is_err() {
+                        return;
+                    }
+                    last = Some((s, runs));
+                }
+                if finished {
+                    return;
+                }
+                let _ = tokio::time::timeout(Duration::from_secs(1), events.recv()).await;
+            }
+        });
+        Ok(Response::new(stream))
+    }
+
+    async fn list_hosts(&self, _: Request<ListHostsRequest>) -> Result<Response<ListHostsResponse>, Status> {
+        let registry = &self.scheduler.registry;
+        let hosts = self.scheduler.catalog.hosts().await?;
+        let hosts = hosts
+            .into_iter()
+            .map(|h| {
+                let live = registry.get(&h.host_id);
+                HostInfo {
+                    up: live.is_some(),
+                    busy_with_run: live.as_ref().filter(|s| s.busy.try_lock().is_err()).map(|_| "yes".to_string()).unwrap_or_default(),
+                    host_id: h.host_id,
+                    role: h.role,
+                    labels: h.labels,
+                    address: h.address,
+                    version: h.version,
+                    last_seen: h.last_seen,
+                    facts_json: h.facts_json,
+                }
+            })
+            .collect();
+        Ok(Response::new(ListHostsResponse { hosts }))
+    }
+
+    async fn query_results(&self, request: Request<QueryResultsRequest>) -> Result<Response<QueryResultsResponse>, Status> {
+        let id = request.into_inner().job_id;
+        check_job_id(&id)?;
+        let catalog = &self.scheduler.catalog;
+        catalog.job(&id).await?;
+        let cells = catalog.cells(&id).await?;
+        let runs = catalog.runs(&id).await?;
+        let mut out: Vec<CellResult> = cells
+            .iter()
+            .map(|c| {
+                let mine: Vec<&RunRecord> = runs.iter().filter(|r| r.cell_index == c.cell_index).collect();
+                let tps: Vec<f64> = mine.iter().filter(|r| r.state == "done").filter_map(|r| r.tps).collect();
+                let (mean, sd) = stats::mean_stddev(&tps).unwrap_or((0.0, 0.0));
+                CellResult {
+                    cell_index: c.cell_index,
+                    label: c.label.clone(),
+                    block_size_kb: c.block_size_kb,
+                    wal_block_size_kb: c.wal_block_size_kb,
+                    clients: c.clients,
+                    proven_block_size: mine.iter().map(|r| r.block_size).max().unwrap_or(0),
+                    proven_wal_block_size: mine.iter().map(|r| r.wal_block_size).max().unwrap_or(0),
+                    runs_ok: u32::try_from(tps.len()).unwrap_or(u32::MAX),
+                    runs_total: u32::try_from(mine.len()).unwrap_or(u32::MAX),
+                    tps_mean: mean,
+                    tps_stddev: sd,
+                    latency_avg_ms_mean: 0.0,
+                    is_baseline: c.is_baseline,
+                    pct_change_vs_baseline: None,
+                }
+            })
+            .collect();
+        let base = out.iter().find(|c| c.is_baseline && c.runs_ok > 0).map(|c| c.tps_mean);
+        for c in &mut out {
+            if !c.is_baseline && c.runs_ok > 0 {
+                c.pct_change_vs_baseline = base.and_then(|b| stats::pct_change(c.tps_mean, b));
+            }
+        }
+        Ok(Response::new(QueryResultsResponse { job_id: id, cells: out, catalog_path: self.catalog_path.clone() }))
+    }
+}
+
+/// A stream fed by a spawned producer.
+fn async_stream<F, Fut>(producer: F) -> EventStream
+where
+    F: FnOnce(tokio::sync::mpsc::Sender<Result<JobEvent, Status>>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(producer(tx));
+    Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))
+}

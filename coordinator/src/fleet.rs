@@ -1,0 +1,282 @@
+//! The coordinator side of `Fleet`: attached hosts, their heartbeats, and request/response
+//! calls over each host's stream (`HostSession::call`).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use blocklab_proto::v1::fleet_server::Fleet;
+use blocklab_proto::v1::{
+    CoordinatorMessage, HostMessage, Role, Task, TaskResult, Welcome, coordinator_message, host_message, task,
+    task_result,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio_stream::{Stream, StreamExt};
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::catalog::{Catalog, HostRecord};
+
+/// Heartbeat settings handed to hosts and used to judge them down.
+#[derive(Debug, Clone, Copy)]
+pub struct Liveness {
+    pub heartbeat_interval: Duration,
+    pub heartbeat_timeout: Duration,
+}
+
+/// Why a call to a host did not produce a result.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("host {0} disconnected before answering")]
+    Disconnected(String),
+    #[error("host {host} did not answer within {timeout:?}")]
+    Timeout { host: String, timeout: Duration },
+}
+
+/// One attached host.
+pub struct HostSession {
+    pub host_id: String,
+    pub role: Role,
+    pub labels: Vec<String>,
+    pub address: String,
+    generation: u64,
+    tx: mpsc::Sender<Result<CoordinatorMessage, Status>>,
+    pending: Mutex<HashMap<String, oneshot::Sender<TaskResult>>>,
+    last_seen: Mutex<Instant>,
+    /// Held by whoever runs work on this host: one run at a time per host.
+    pub busy: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl HostSession {
+    /// Sends a task and waits for its result.
+    pub async fn call(&self, run_id: &str, attempt: u32, kind: task::Kind, timeout: Duration) -> Result<task_result::Outcome, CallError> {
+        let task_id = uuid::Uuid::new_v4().to_string();
+        let (done_tx, done_rx) = oneshot::channel();
+        self.lock_pending().insert(task_id.clone(), done_tx);
+        let msg = CoordinatorMessage {
+            kind: Some(coordinator_message::Kind::Task(Task {
+                task_id: task_id.clone(),
+                run_id: run_id.to_string(),
+                attempt,
+                kind: Some(kind),
+            })),
+        };
+        if self.tx.send(Ok(msg)).await.is_err() {
+            self.lock_pending().remove(&task_id);
+            return Err(CallError::Disconnected(self.host_id.clone()));
+        }
+        match tokio::time::timeout(timeout, done_rx).await {
+            Ok(Ok(result)) => Ok(result.outcome.unwrap_or_else(|| {
+                blocklab_proto::fleet::task_error("unknown", "host sent an empty result", "")
+            })),
+            Ok(Err(_)) => Err(CallError::Disconnected(self.host_id.clone())),
+            Err(_) => {
+                self.lock_pending().remove(&task_id);
+                Err(CallError::Timeout { host: self.host_id.clone(), timeout })
+            }
+        }
+    }
+
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<TaskResult>>> {
+        self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn seen(&self) {
+        *self.last_seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
+    }
+
+    pub fn since_seen(&self) -> Duration {
+        self.last_seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).elapsed()
+    }
+
+    fn deliver(&self, result: TaskResult) {
+        if let Some(tx) = self.lock_pending().remove(&result.task_id) {
+            let _ = tx.send(result);
+        } else {
+            tracing::warn!(host_id = %self.host_id, task_id = %result.task_id, run_id = %result.run_id, attempt = result.attempt, "result for an unknown or abandoned task ignored");
+        }
+    }
+}
+
+/// Progress a host reported for a run attempt.
+#[derive(Debug, Clone)]
+pub struct ProgressEvent {
+    pub run_id: String,
+    pub attempt: u32,
+    pub stage: String,
+}
+
+/// Every attached host, shared by the Fleet service, the scheduler and Control.
+pub struct Registry {
+    sessions: Mutex<HashMap<String, Arc<HostSession>>>,
+    next_generation: Mutex<u64>,
+    pub liveness: Liveness,
+    pub changed: tokio::sync::Notify,
+    pub progress: tokio::sync::broadcast::Sender<ProgressEvent>,
+}
+
+impl Registry {
+    pub fn new(liveness: Liveness) -> Arc<Self> {
+        Arc::new(Self {
+            sessions: Mutex::new(HashMap::new()),
+            next_generation: Mutex::new(0),
+            liveness,
+            changed: tokio::sync::Notify::new(),
+            progress: tokio::sync::broadcast::channel(256).0,
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<HostSession>>> {
+        self.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Hosts that are attached and heartbeating.
+    pub fn up(&self) -> Vec<Arc<HostSession>> {
+        let timeout = self.liveness.heartbeat_timeout;
+        let mut v: Vec<_> = self.lock().values().filter(|s| s.since_seen() <= timeout).cloned().collect();
+        v.sort_by(|a, b| a.host_id.cmp(&b.host_id));
+        v
+    }
+
+    pub fn get(&self, host_id: &str) -> Option<Arc<HostSession>> {
+        let timeout = self.liveness.heartbeat_timeout;
+        self.lock().get(host_id).filter(|s| s.since_seen() <= timeout).cloned()
+    }
+
+    fn insert(&self, s: Arc<HostSession>) {
+        if let Some(old) = self.lock().insert(s.host_id.clone(), s) {
+            old.lock_pending().clear();
+        }
+        self.changed.notify_waiters();
+    }
+
+    fn remove(&self, host_id: &str, generation: u64) {
+        let mut map = self.lock();
+        if map.get(host_id).is_some_and(|s| s.generation == generation) {
+            if let Some(s) = map.remove(host_id) {
+                s.lock_pending().clear();
+            }
+        }
+        drop(map);
+        self.changed.notify_waiters();
+    }
+
+    /// Drops sessions that stopped heartbeating; their pending calls fail at once.
+    pub fn reap(&self) {
+        let timeout = self.liveness.heartbeat_timeout;
+        let mut map = self.lock();
+        let dead: Vec<String> = map.iter().filter(|(_, s)| s.since_seen() > timeout).map(|(k, _)| k.clone()).collect();
+        for id in dead {
+            tracing::warn!(host_id = %id, "host missed its heartbeat timeout; marked down");
+            if let Some(s) = map.remove(&id) {
+                s.lock_pending().clear();
+            }
+        }
+    }
+}
+
+/// The `Fleet` gRPC service.
+pub struct FleetService {
+    pub registry: Arc<Registry>,
+    pub catalog: Catalog,
+}
+
+type OutStream = Pin<Box<dyn Stream<Item = Result<CoordinatorMessage, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Fleet for FleetService {
+    type AttachStream = OutStream;
+
+    async fn attach(&self, request: Request<Streaming<HostMessage>>) -> Result<Response<Self::AttachStream>, Status> {
+        let peer: Option<SocketAddr> = request.remote_addr();
+        let mut inbound = request.into_inner();
+        let first = inbound
+            .next()
+            .await
+            .ok_or_else(|| Status::invalid_argument("stream closed before hello"))??;
+        let Some(host_message::Kind::Hello(hello)) = first.kind else {
+            return Err(Status::invalid_argument("the first message must be hello"));
+        };
+        let role = Role::try_from(hello.role).unwrap_or(Role::Unspecified);
+        let role_name = match role {
+            Role::Agent => "agent",
+            Role::Worker => "worker",
+            Role::Unspecified => return Err(Status::invalid_argument("hello.role: must be agent or worker")),
+        };
+        if hello.host_id.is_empty() || hello.host_id.len() > 128 {
+            return Err(Status::invalid_argument("hello.host_id: must be 1 to 128 characters"));
+        }
+        let address = if hello.address.is_empty() {
+            peer.map(|p| p.ip().to_string()).unwrap_or_default()
+        } else {
+            hello.address.clone()
+        };
+        if address.parse::<std::net::IpAddr>().is_err() {
+            return Err(Status::invalid_argument(format!("hello.address: {address:?} is not an IP address")));
+        }
+        let facts = if serde_json::from_str::<serde_json::Value>(&hello.facts_json).is_ok() { hello.facts_json.clone() } else { "{}".into() };
+        self.catalog
+            .upsert_host(&HostRecord {
+                host_id: hello.host_id.clone(),
+                role: role_name.into(),
+                labels: hello.labels.clone(),
+                address: address.clone(),
+                version: hello.version.clone(),
+                facts_json: facts,
+                last_seen: String::new(),
+            })
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))?;
+
+        let (tx, rx) = mpsc::channel(64);
+        let generation = {
+            let mut g = self.registry.next_generation.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            *g += 1;
+            *g
+        };
+        let session = Arc::new(HostSession {
+            host_id: hello.host_id.clone(),
+            role,
+            labels: hello.labels.clone(),
+            address,
+            generation,
+            tx: tx.clone(),
+            pending: Mutex::new(HashMap::new()),
+            last_seen: Mutex::new(Instant::now()),
+            busy: Arc::new(tokio::sync::Mutex::new(())),
+        });
+        let interval_ms = u32::try_from(self.registry.liveness.heartbeat_interval.as_millis()).unwrap_or(u32::MAX);
+        let welcome = CoordinatorMessage { kind: Some(coordinator_message::Kind::Welcome(Welcome { heartbeat_interval_ms: interval_ms })) };
+        tx.send(Ok(welcome)).await.map_err(|_| Status::unavailable("host went away"))?;
+        self.registry.insert(session.clone());
+        tracing::info!(host_id = %session.host_id, role = role_name, address = %session.address, "host attached");
+
+        let registry = self.registry.clone();
+        let catalog = self.catalog.clone();
+        tokio::spawn(async move {
+            let mut last_persist = Instant::now();
+            while let Some(msg) = inbound.next().await {
+                let Ok(msg) = msg else { break };
+                session.seen();
+                match msg.kind {
+                    Some(host_message::Kind::Heartbeat(_)) => {
+                        if last_persist.elapsed() > Duration::from_secs(10) {
+                            last_persist = Instant::now();
+                            let _ = catalog.touch_host(&session.host_id).await;
+                        }
+                    }
+                    Some(host_message::Kind::Progress(p)) => {
+                        let _ = registry.progress.send(ProgressEvent { run_id: p.run_id, attempt: p.attempt, stage: p.stage });
+                    }
+                    Some(host_message::Kind::Result(r)) => session.deliver(r),
+                    Some(host_message::Kind::Hello(_)) | None => {}
+                }
+            }
+            tracing::warn!(host_id = %session.host_id, "host detached");
+            let _ = catalog.touch_host(&session.host_id).await;
+            registry.remove(&session.host_id, session.generation);
+        });
+        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))))
+    }
+}

@@ -1,1 +1,216 @@
-//! The `blocklab` command-line client.
+//! The `blocklab` command-line client: argument parsing lives in the binary; the commands
+//! and their output formatting live here so tests can drive them.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use blocklab_proto::v1::control_client::ControlClient;
+use blocklab_proto::v1::*;
+use comfy_table::Table;
+use tokio_stream::StreamExt;
+use tonic::transport::Channel;
+
+use crate::spec::{Plan, Spec};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error("cannot read {path}: {error}")]
+    Read { path: String, error: std::io::Error },
+    #[error("{path}: {error}")]
+    Spec { path: String, error: crate::spec::SpecError },
+    #[error("cannot reach the coordinator at {addr}: {error} (set --coordinator or BLOCKLAB_COORDINATOR)")]
+    Connect { addr: String, error: tonic::transport::Error },
+    #[error("{}", .0.message())]
+    Rpc(#[from] tonic::Status),
+}
+
+/// Connects to the coordinator.
+pub async fn connect(addr: &str) -> Result<ControlClient<Channel>, CliError> {
+    ControlClient::connect(blocklab_proto::endpoint_url(addr))
+        .await
+        .map_err(|error| CliError::Connect { addr: addr.to_string(), error })
+}
+
+/// Reads and validates a spec file; nothing is sent anywhere.
+pub fn load_spec(path: &Path) -> Result<(String, Spec), CliError> {
+    let text = std::fs::read_to_string(path).map_err(|error| CliError::Read { path: path.display().to_string(), error })?;
+    let spec = Spec::parse(&text).map_err(|error| CliError::Spec { path: path.display().to_string(), error })?;
+    Ok((text, spec))
+}
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.set_header(header.to_vec());
+    t
+}
+
+/// The expanded plan, as `submit --dry-run` prints it.
+pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "job {:?}: {} cells x {} repetitions = {} runs, order {}, {} builds",
+        spec.name,
+        plan.cells.len(),
+        spec.repetitions,
+        plan.runs.len(),
+        spec.order,
+        spec.builds().len()
+    );
+    let mut cells = table(&["cell", "block size", "WAL block size", "clients", "baseline"]);
+    for c in &plan.cells {
+        cells.add_row(vec![
+            c.index.to_string(),
+            format!("{}K", c.block_size_kb),
+            format!("{}K", c.wal_block_size_kb),
+            c.clients.to_string(),
+            if c.is_baseline { "yes".into() } else { String::new() },
+        ]);
+    }
+    let _ = writeln!(out, "{cells}");
+    let mut runs = table(&["#", "cell", "repetition"]);
+    for r in &plan.runs {
+        runs.add_row(vec![(r.sequence + 1).to_string(), plan.cells[r.cell_index as usize].label(), (r.repetition + 1).to_string()]);
+    }
+    let _ = writeln!(out, "{runs}");
+    let w = &spec.workload;
+    let _ = writeln!(
+        out,
+        "workload {} scale {} for {} (warm-up {}) protocol {}, source {}",
+        w.builtin,
+        w.scale,
+        humantime::format_duration(w.duration),
+        humantime::format_duration(w.warmup),
+        w.protocol,
+        spec.tarball
+    );
+    out
+}
+
+pub fn render_jobs(jobs: &[JobSummary]) -> String {
+    let mut t = table(&["job", "name", "state", "runs done/total", "failed", "db host", "created"]);
+    for j in jobs {
+        t.add_row(vec![
+            j.job_id.clone(),
+            j.name.clone(),
+            j.state.clone(),
+            format!("{}/{}", j.runs_done, j.runs_total),
+            j.runs_failed.to_string(),
+            j.db_host_id.clone(),
+            j.created_at.clone(),
+        ]);
+    }
+    t.to_string()
+}
+
+fn size(bytes: u32) -> String {
+    if bytes == 0 { "-".into() } else { bytes.to_string() }
+}
+
+pub fn render_job(job: &GetJobResponse) -> String {
+    let mut out = String::new();
+    if let Some(j) = &job.job {
+        let _ = writeln!(out, "job {} ({}): {}, {}/{} runs done, {} failed, db host {}", j.job_id, j.name, j.state, j.runs_done, j.runs_total, j.runs_failed, if j.db_host_id.is_empty() { "-" } else { &j.db_host_id });
+        if !j.error.is_empty() {
+            let _ = writeln!(out, "error: {}", j.error);
+        }
+    }
+    let mut t = table(&["#", "cell", "rep", "attempt", "state", "stage", "block_size", "wal_block_size", "tps", "build", "error"]);
+    for r in &job.runs {
+        t.add_row(vec![
+            (r.sequence + 1).to_string(),
+            r.cell_label.clone(),
+            (r.repetition + 1).to_string(),
+            r.attempt.to_string(),
+            r.state.clone(),
+            r.stage.clone(),
+            size(r.block_size),
+            size(r.wal_block_size),
+            if r.state == "done" { format!("{:.1}", r.tps) } else { "-".into() },
+            if r.build_key.is_empty() { "-".into() } else { format!("{}{}", r.build_key, if r.build_reused { " (cached)" } else { "" }) },
+            r.error.lines().next().unwrap_or("").to_string(),
+        ]);
+    }
+    let _ = write!(out, "{t}");
+    out
+}
+
+pub fn render_hosts(hosts: &[HostInfo]) -> String {
+    let mut t = table(&["host", "role", "state", "address", "labels", "cpu", "memory", "last seen"]);
+    for h in hosts {
+        let facts: serde_json::Value = serde_json::from_str(&h.facts_json).unwrap_or_default();
+        let cpu = format!("{} x{}", facts["cpu_model"].as_str().unwrap_or("?"), facts["cpu_logical"].as_u64().or(facts["cpu_cores"].as_u64()).unwrap_or(0));
+        let mem = facts["memory_bytes"].as_u64().map(|b| format!("{:.1} GiB", b as f64 / 1073741824.0)).unwrap_or_default();
+        let state = match (h.up, h.busy_with_run.is_empty()) {
+            (false, _) => "down",
+            (true, true) => "up",
+            (true, false) => "up (busy)",
+        };
+        t.add_row(vec![h.host_id.clone(), h.role.clone(), state.into(), h.address.clone(), h.labels.join(","), cpu, mem, h.last_seen.clone()]);
+    }
+    t.to_string()
+}
+
+/// One row per cell: proven sizes, mean tps over repetitions, change vs the baseline.
+pub fn render_results(r: &QueryResultsResponse, format: &str) -> String {
+    let header = ["cell", "block_size", "wal_block_size", "clients", "runs ok", "tps mean", "tps stddev", "% change vs baseline"];
+    let rows: Vec<Vec<String>> = r
+        .cells
+        .iter()
+        .map(|c| {
+            vec![
+                c.label.clone(),
+                size(c.proven_block_size),
+                size(c.proven_wal_block_size),
+                c.clients.to_string(),
+                format!("{}/{}", c.runs_ok, c.runs_total),
+                if c.runs_ok > 0 { format!("{:.1}", c.tps_mean) } else { "-".into() },
+                if c.runs_ok > 1 { format!("{:.1}", c.tps_stddev) } else { "-".into() },
+                match (c.is_baseline, c.pct_change_vs_baseline) {
+                    (true, _) => "baseline".into(),
+                    (false, Some(p)) => format!("{p:+.1}%"),
+                    (false, None) => "-".into(),
+                },
+            ]
+        })
+        .collect();
+    match format {
+        "csv" => {
+            let mut out = header.join(",") + "\n";
+            for row in rows {
+                out.push_str(&row.iter().map(|v| if v.contains(',') { format!("\"{v}\"") } else { v.clone() }).collect::<Vec<_>>().join(","));
+                out.push('\n');
+            }
+            out
+        }
+        _ => {
+            let mut t = table(&header);
+            for row in rows {
+                t.add_row(row);
+            }
+            format!("{t}\ncatalog: {}", r.catalog_path)
+        }
+    }
+}
+
+/// Follows a job until it finishes, printing one line per change.
+pub async fn watch(client: &mut ControlClient<Channel>, job_id: &str, mut out: impl std::io::Write) -> Result<Option<JobSummary>, CliError> {
+    let mut stream = client.watch_job(WatchJobRequest { job_id: job_id.to_string() }).await?.into_inner();
+    let mut last = None;
+    while let Some(ev) = stream.next().await {
+        let ev = ev?;
+        if let Some(j) = &ev.job {
+            let run = ev
+                .run
+                .as_ref()
+                .map(|r| format!(" | run {} {} rep {}: {} ({}){}", r.sequence + 1, r.cell_label, r.repetition + 1, r.state, r.stage, if r.state == "done" { format!(" {:.1} tps", r.tps) } else { String::new() }))
+                .unwrap_or_default();
+            let _ = writeln!(out, "{} {}: {}/{} runs done, {} failed{}", j.job_id, j.state, j.runs_done, j.runs_total, j.runs_failed, run);
+            last = Some(j.clone());
+        }
+        if ev.finished {
+            break;
+        }
+    }
+    Ok(last)
+}

@@ -318,7 +318,8 @@ fn toml_error(text: &str, e: toml::de::Error) -> SpecError {
 fn backticked(msg: &str) -> Option<String> {
     let start = msg.find('`')? + 1;
     let end = start + msg[start..].find('`')?;
-    Some(msg[start..end].to_string()).filter(|w| !w.is_empty())
+    Some(msg[start..end].to_string())
+        .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c)))
 }
 
 fn validate(raw: RawSpec) -> Result<Spec, SpecError> {

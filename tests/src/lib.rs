@@ -1,1 +1,135 @@
-//! End-to-end tests live in `tests/`.
+//! Support for blocklab's end-to-end tests: start the real coordinator, agent and worker
+//! in-process on loopback, and wait for things to happen.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use blocklab_proto::v1::control_client::ControlClient;
+use blocklab_proto::v1::{ListHostsRequest, ListJobsRequest};
+use tokio::sync::watch;
+use tonic::transport::Channel;
+
+/// Where the PostgreSQL source tarball is (set by deploy/setup.sh).
+pub fn pg_tarball() -> PathBuf {
+    let p = PathBuf::from(
+        std::env::var("BLOCKLAB_PG_TARBALL").unwrap_or_else(|_| "/var/cache/blocklab/src/postgresql-15.tar.bz2".into()),
+    );
+    assert!(p.is_file(), "PostgreSQL source tarball {} is missing: run the tests through deploy/test.sh, which fetches it", p.display());
+    p
+}
+
+/// The shared build cache, so builds are reused across tests and test runs.
+pub fn build_cache() -> PathBuf {
+    PathBuf::from(std::env::var("BLOCKLAB_BUILD_CACHE").unwrap_or_else(|_| "/var/cache/blocklab/builds".into()))
+}
+
+/// The unprivileged OS user that runs initdb and postgres.
+pub fn pg_user() -> String {
+    std::env::var("BLOCKLAB_PG_USER").unwrap_or_else(|_| "blocklab".into())
+}
+
+/// A coordinator, one agent and one worker running in this process.
+pub struct Lab {
+    pub dir: tempfile::TempDir,
+    pub addr: String,
+    stop: watch::Sender<bool>,
+    handles: Vec<tokio::task::JoinHandle<()>>,
+}
+
+fn stopped(mut rx: watch::Receiver<bool>) -> impl std::future::Future<Output = ()> + Send + 'static {
+    async move {
+        let _ = rx.wait_for(|s| *s).await;
+    }
+}
+
+impl Lab {
+    /// Starts the three daemons and waits until both hosts are attached.
+    pub async fn start() -> Self {
+        let _ = tracing_subscriber::fmt().with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into())).with_test_writer().try_init();
+        let dir = tempfile::tempdir().expect("tempdir");
+        // The agent's run directories must be reachable by the PostgreSQL user.
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = format!("http://{}", listener.local_addr().expect("addr"));
+        let (stop, stop_rx) = watch::channel(false);
+        let mut handles = Vec::new();
+
+        let mut config = blocklab_coordinator::CoordinatorConfig::new(dir.path().join("catalog.db"));
+        config.heartbeat_interval = Duration::from_millis(500);
+        config.heartbeat_timeout = Duration::from_secs(5);
+        let rx = stop_rx.clone();
+        handles.push(tokio::spawn(async move {
+            blocklab_coordinator::serve(config, listener, stopped(rx)).await.expect("coordinator");
+        }));
+
+        let mut agent = blocklab_agent::AgentConfig::default_for(&addr);
+        agent.host_id = "e2e-db".into();
+        agent.labels = vec!["e2e".into()];
+        agent.advertise_addr = "127.0.0.1".into();
+        agent.work_dir = dir.path().join("agent");
+        agent.build_cache = build_cache();
+        agent.pg_user = Some(pg_user());
+        let rx = stop_rx.clone();
+        handles.push(tokio::spawn(async move {
+            blocklab_agent::serve(agent, stopped(rx)).await.expect("agent");
+        }));
+
+        let mut worker = blocklab_worker::WorkerConfig::default_for(&addr);
+        worker.host_id = "e2e-client".into();
+        worker.advertise_addr = "127.0.0.1".into();
+        let rx = stop_rx.clone();
+        handles.push(tokio::spawn(async move {
+            blocklab_worker::serve(worker, stopped(rx)).await.expect("worker");
+        }));
+
+        let lab = Self { dir, addr, stop, handles };
+        let mut client = lab.client().await;
+        wait_until(Duration::from_secs(30), "agent and worker attach", || {
+            let mut c = client.clone();
+            async move { c.list_hosts(ListHostsRequest {}).await.map(|r| r.into_inner().hosts.iter().filter(|h| h.up).count() == 2).unwrap_or(false) }
+        })
+        .await;
+        let _ = client.list_jobs(ListJobsRequest {}).await;
+        lab
+    }
+
+    pub async fn client(&self) -> ControlClient<Channel> {
+        for _ in 0..100 {
+            if let Ok(mut c) = ControlClient::connect(self.addr.clone()).await {
+                if c.list_jobs(ListJobsRequest {}).await.is_ok() {
+                    return c;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("coordinator at {} did not answer", self.addr);
+    }
+
+    pub fn catalog_path(&self) -> PathBuf {
+        self.dir.path().join("catalog.db")
+    }
+
+    /// Stops the daemons (the agent stops and removes any cluster it still runs).
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for h in self.handles {
+            let _ = tokio::time::timeout(Duration::from_secs(60), h).await;
+        }
+    }
+}
+
+/// Polls `check` until it returns true or `timeout` passes (then panics naming `what`).
+pub async fn wait_until<F, Fut>(timeout: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    while tokio::time::Instant::now() < deadline {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("timed out after {timeout:?} waiting for: {what}");
+}

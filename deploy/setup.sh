@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Installs what blocklab's demo and tests need on Debian, idempotently:
+#   - apt packages (compiler toolchain for PostgreSQL, sqlite3, iproute2, PostgreSQL client tools)
+#   - the unprivileged OS user that runs initdb/postgres ("blocklab")
+#   - the PostgreSQL 15 release tarball, from Debian's source package (works offline from
+#     the Debian mirror), cached under /var/cache/blocklab/src
+# Source it (". deploy/setup.sh") to get BLOCKLAB_* variables exported.
+set -euo pipefail
+
+BLOCKLAB_CACHE=${BLOCKLAB_CACHE:-/var/cache/blocklab}
+export BLOCKLAB_PG_USER=${BLOCKLAB_PG_USER:-blocklab}
+export BLOCKLAB_BUILD_CACHE=${BLOCKLAB_BUILD_CACHE:-$BLOCKLAB_CACHE/builds}
+export BLOCKLAB_PG_TARBALL=${BLOCKLAB_PG_TARBALL:-$BLOCKLAB_CACHE/src/postgresql-15.tar.bz2}
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: run as root or install sudo" >&2; exit 1; }
+  SUDO="sudo"
+fi
+
+need_pkgs=()
+for pkg in build-essential pkg-config libreadline-dev zlib1g-dev bzip2 ca-certificates \
+           sqlite3 iproute2 procps time postgresql-15 postgresql-client-15 dpkg-dev; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$pkg")
+done
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "setup: installing ${need_pkgs[*]}"
+  $SUDO apt-get update -q
+  # The Debian postgresql package would start a cluster of its own; we only want the binaries.
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need_pkgs[@]}"
+fi
+
+if ! command -v cargo >/dev/null; then
+  echo "setup: cargo (Rust 1.85 or newer) is required; install it with rustup" >&2
+  exit 1
+fi
+
+if ! id "$BLOCKLAB_PG_USER" >/dev/null 2>&1; then
+  echo "setup: creating OS user $BLOCKLAB_PG_USER (runs initdb and postgres)"
+  $SUDO useradd --system --home-dir /var/lib/blocklab --shell /usr/sbin/nologin "$BLOCKLAB_PG_USER"
+fi
+
+$SUDO mkdir -p "$BLOCKLAB_CACHE/src" "$BLOCKLAB_BUILD_CACHE" /var/lib/blocklab
+$SUDO chmod 755 "$BLOCKLAB_CACHE" "$BLOCKLAB_CACHE/src" "$BLOCKLAB_BUILD_CACHE" /var/lib/blocklab
+
+fetch_pg_source() {
+  local list=/etc/apt/sources.list.d/blocklab-deb-src.sources
+  if ! apt-cache showsrc postgresql-15 2>/dev/null | grep -q '^Version:'; then
+    echo "setup: adding deb-src entries for the configured Debian mirror"
+    local uri
+    uri=$(grep -h '^URIs:' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1 | awk '{print $2}')
+    uri=${uri:-http://deb.debian.org/debian}
+    $SUDO tee "$list" >/dev/null <<SRC
+Types: deb-src
+URIs: $uri
+Suites: bookworm bookworm-updates
+Components: main
+
+Types: deb-src
+URIs: ${uri%/debian}/debian-security
+Suites: bookworm-security
+Components: main
+SRC
+    $SUDO apt-get update -q
+  fi
+  local tmp version
+  tmp=$(mktemp -d)
+  chmod 755 "$tmp"
+  for version in $(apt-cache showsrc postgresql-15 | awk '/^Version:/{print $2}' | sort -Vr); do
+    echo "setup: fetching PostgreSQL source postgresql-15=$version"
+    if (cd "$tmp" && apt-get source --download-only "postgresql-15=$version" >/dev/null 2>&1) \
+       && ls "$tmp"/postgresql-15_*.orig.tar.bz2 >/dev/null 2>&1; then
+      $SUDO install -m 644 "$(ls "$tmp"/postgresql-15_*.orig.tar.bz2 | head -n1)" "$BLOCKLAB_PG_TARBALL"
+      rm -rf "$tmp"
+      return 0
+    fi
+    rm -f "$tmp"/*
+  done
+  rm -rf "$tmp"
+  echo "setup: could not download any postgresql-15 source package version" >&2
+  return 1
+}
+
+if [ ! -s "$BLOCKLAB_PG_TARBALL" ]; then
+  fetch_pg_source
+fi
+echo "setup: PostgreSQL source $BLOCKLAB_PG_TARBALL ($(tar -tjf "$BLOCKLAB_PG_TARBALL" | head -n1 | cut -d/ -f1))"

@@ -1,1 +1,116 @@
-//! placeholder
+//! blocklab agent (database host): builds PostgreSQL at a chosen BLCKSZ / XLOG_BLCKSZ into a
+//! build cache, runs one cluster per benchmark run as an unprivileged user, and reports host
+//! facts. `serve` attaches to the coordinator; [`AgentHandler`] can also be driven directly.
+
+pub mod build;
+pub mod cluster;
+pub mod conf;
+pub mod error;
+pub mod facts;
+pub mod fsutil;
+pub mod handler;
+pub mod options;
+pub mod process;
+pub mod users;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use blocklab_proto::Hello;
+use blocklab_proto::fleet::{SessionConfig, run_session};
+
+pub use error::AgentError;
+pub use handler::{AgentHandler, TaskFailure};
+
+/// Default directory for run clusters.
+pub const DEFAULT_WORK_DIR: &str = "/var/lib/blocklab/agent";
+/// Default build cache.
+pub const DEFAULT_BUILD_CACHE: &str = "/var/cache/blocklab/builds";
+/// Default PostgreSQL user when the agent runs as root.
+pub const DEFAULT_PG_USER: &str = "blocklab";
+/// Default port range for clusters.
+pub const DEFAULT_PORT_RANGE: (u16, u16) = (54320, 54399);
+
+#[derive(Clone, Debug)]
+pub struct AgentConfig {
+    /// Coordinator URL, e.g. `http://127.0.0.1:7400`.
+    pub coordinator: String,
+    pub host_id: String,
+    pub labels: Vec<String>,
+    /// IP PostgreSQL listens on and that goes into conninfo.
+    pub advertise_addr: String,
+    /// Clusters live under `work_dir/runs/<run_id>/`.
+    pub work_dir: PathBuf,
+    pub build_cache: PathBuf,
+    /// OS user for initdb/postgres; `None` = the current user (which must not be root).
+    pub pg_user: Option<String>,
+    /// Inclusive.
+    pub port_range: (u16, u16),
+    pub make_jobs: usize,
+    /// Used until the coordinator's welcome says otherwise.
+    pub heartbeat_interval: Duration,
+}
+
+impl AgentConfig {
+    /// Defaults: host id = hostname, address 127.0.0.1, the standard directories, the
+    /// `blocklab` user when running as root, `make -j<cores>`.
+    pub fn default_for(coordinator: &str) -> Self {
+        Self {
+            coordinator: coordinator.to_string(),
+            host_id: facts::hostname(),
+            labels: Vec::new(),
+            advertise_addr: "127.0.0.1".into(),
+            work_dir: PathBuf::from(DEFAULT_WORK_DIR),
+            build_cache: PathBuf::from(DEFAULT_BUILD_CACHE),
+            pg_user: default_pg_user(),
+            port_range: DEFAULT_PORT_RANGE,
+            make_jobs: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+            heartbeat_interval: Duration::from_secs(2),
+        }
+    }
+}
+
+/// `blocklab` when running as root (PostgreSQL refuses root), otherwise the current user.
+pub fn default_pg_user() -> Option<String> {
+    nix::unistd::geteuid()
+        .is_root()
+        .then(|| DEFAULT_PG_USER.to_string())
+}
+
+/// Runs the agent until `shutdown` resolves: attaches to the coordinator (reconnecting),
+/// executes tasks, and on shutdown stops and removes every running cluster.
+pub async fn serve(
+    config: AgentConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), AgentError> {
+    let handler = Arc::new(AgentHandler::new(config.clone())?);
+    handler.cleanup_stale().await;
+    let hello = Hello {
+        host_id: config.host_id.clone(),
+        role: blocklab_proto::Role::Agent as i32,
+        labels: config.labels.clone(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        address: config.advertise_addr.clone(),
+        facts_json: handler.facts_json().await,
+    };
+    tracing::info!(
+        host_id = %config.host_id,
+        coordinator = %config.coordinator,
+        address = %config.advertise_addr,
+        pg_user = %handler.pg_user(),
+        "agent starting"
+    );
+    let session = SessionConfig {
+        coordinator: config.coordinator.clone(),
+        hello,
+        heartbeat_interval: config.heartbeat_interval,
+        max_backoff: Duration::from_secs(10),
+    };
+    run_session(session, handler, shutdown).await;
+    tracing::info!("agent stopped");
+    Ok(())
+}

@@ -1,1 +1,124 @@
-fn main() {}
+//! `blocklab-agent`: the database-host daemon.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use blocklab_agent::{AgentConfig, serve};
+use clap::Parser;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "blocklab-agent",
+    version,
+    about = "blocklab database-host agent"
+)]
+struct Args {
+    /// Coordinator address (URL or host:port).
+    #[arg(long, env = "BLOCKLAB_COORDINATOR", default_value = blocklab_proto::DEFAULT_COORDINATOR)]
+    coordinator: String,
+    /// Host id reported to the coordinator (default: hostname).
+    #[arg(long)]
+    host_id: Option<String>,
+    /// Comma-separated labels, e.g. nvme,lab1.
+    #[arg(long, value_delimiter = ',')]
+    labels: Vec<String>,
+    /// IP address PostgreSQL listens on and clients connect to.
+    #[arg(long, default_value = "127.0.0.1")]
+    advertise_addr: String,
+    #[arg(long, default_value = blocklab_agent::DEFAULT_WORK_DIR)]
+    work_dir: PathBuf,
+    #[arg(long, env = "BLOCKLAB_BUILD_CACHE", default_value = blocklab_agent::DEFAULT_BUILD_CACHE)]
+    build_cache: PathBuf,
+    /// OS user that runs initdb/postgres (default: blocklab as root, else the current user).
+    #[arg(long, env = "BLOCKLAB_PG_USER")]
+    pg_user: Option<String>,
+    /// Inclusive port range for clusters, e.g. 54320-54399.
+    #[arg(long, default_value = "54320-54399")]
+    port_range: String,
+    /// Parallel make jobs (default: number of cores).
+    #[arg(long)]
+    make_jobs: Option<usize>,
+}
+
+fn parse_port_range(s: &str) -> anyhow::Result<(u16, u16)> {
+    let (a, b) = s
+        .split_once('-')
+        .with_context(|| format!("--port-range {s:?}: expected FIRST-LAST"))?;
+    let a: u16 = a
+        .trim()
+        .parse()
+        .with_context(|| format!("--port-range {s:?}"))?;
+    let b: u16 = b
+        .trim()
+        .parse()
+        .with_context(|| format!("--port-range {s:?}"))?;
+    if a == 0 || a > b {
+        bail!("--port-range {s:?}: must be FIRST-LAST with 0 < FIRST <= LAST");
+    }
+    Ok((a, b))
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGTERM; only SIGINT stops the agent");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+    tracing::info!("shutdown requested");
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let args = Args::parse();
+    let mut config = AgentConfig::default_for(&args.coordinator);
+    if let Some(h) = args.host_id {
+        config.host_id = h;
+    }
+    config.labels = args
+        .labels
+        .into_iter()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect();
+    config.advertise_addr = args.advertise_addr;
+    config.work_dir = args.work_dir;
+    config.build_cache = args.build_cache;
+    if args.pg_user.is_some() {
+        config.pg_user = args.pg_user;
+    }
+    config.port_range = parse_port_range(&args.port_range)?;
+    if let Some(j) = args.make_jobs {
+        config.make_jobs = j.max(1);
+    }
+    serve(config, shutdown_signal())
+        .await
+        .context("blocklab-agent failed")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_range_parses() {
+        assert_eq!(parse_port_range("54320-54399").unwrap(), (54320, 54399));
+        assert!(parse_port_range("5-1").is_err());
+        assert!(parse_port_range("0-10").is_err());
+        assert!(parse_port_range("54320").is_err());
+    }
+}

@@ -5,7 +5,9 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 use sqlx::{Sqlite, Transaction};
 
 use crate::spec::{Plan, Spec};
@@ -99,12 +101,14 @@ impl Catalog {
         .fetch_optional(&mut *tx)
         .await?;
         if last.as_deref() != Some(h.facts_json.as_str()) {
-            sqlx::query("INSERT OR IGNORE INTO host_facts (host_id, seen_at, facts_json) VALUES (?, ?, ?)")
-                .bind(&h.host_id)
-                .bind(&now)
-                .bind(&h.facts_json)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "INSERT OR IGNORE INTO host_facts (host_id, seen_at, facts_json) VALUES (?, ?, ?)",
+            )
+            .bind(&h.host_id)
+            .bind(&now)
+            .bind(&h.facts_json)
+            .execute(&mut *tx)
+            .await?;
         }
         tx.commit().await?;
         Ok(())
@@ -129,7 +133,12 @@ impl Catalog {
     }
 
     /// Stores a validated job with its cells and runs in one transaction.
-    pub async fn insert_job(&self, spec_text: &str, spec: &Spec, plan: &Plan) -> Result<String, CatalogError> {
+    pub async fn insert_job(
+        &self,
+        spec_text: &str,
+        spec: &Spec,
+        plan: &Plan,
+    ) -> Result<String, CatalogError> {
         let job_id = uuid::Uuid::new_v4().to_string();
         let mut tx = self.write().await?;
         sqlx::query("INSERT INTO jobs (job_id, name, spec_toml, state, run_order, created_at) VALUES (?, ?, ?, 'queued', ?, ?)")
@@ -166,7 +175,12 @@ impl Catalog {
         Ok(job_id)
     }
 
-    pub async fn set_job_state(&self, job_id: &str, state: &str, error: Option<&str>) -> Result<(), CatalogError> {
+    pub async fn set_job_state(
+        &self,
+        job_id: &str,
+        state: &str,
+        error: Option<&str>,
+    ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
         let finished = matches!(state, "done" | "failed" | "cancelled");
         sqlx::query(
@@ -221,7 +235,10 @@ impl Catalog {
     }
 
     pub async fn runs(&self, job_id: &str) -> Result<Vec<RunRecord>, CatalogError> {
-        let rows = sqlx::query(RUN_SELECT).bind(job_id).fetch_all(&self.reader).await?;
+        let rows = sqlx::query(RUN_SELECT)
+            .bind(job_id)
+            .fetch_all(&self.reader)
+            .await?;
         rows.iter().map(RunRecord::from_row).collect()
     }
 
@@ -233,7 +250,12 @@ impl Catalog {
         rows.iter().map(CellRecord::from_row).collect()
     }
 
-    pub async fn record_build(&self, job_id: &str, host_id: &str, b: &BuildRecord) -> Result<(), CatalogError> {
+    pub async fn record_build(
+        &self,
+        job_id: &str,
+        host_id: &str,
+        b: &BuildRecord,
+    ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
         sqlx::query(
             "INSERT OR REPLACE INTO builds (job_id, host_id, build_key, block_size_kb, wal_block_size_kb, source_sha256, pg_version, reused, build_seconds, recorded_at)
@@ -264,7 +286,12 @@ impl Catalog {
     }
 
     /// Starts a new attempt of a run on the given hosts; returns the attempt number.
-    pub async fn begin_attempt(&self, run_id: &str, db_host: &str, worker: &str) -> Result<u32, CatalogError> {
+    pub async fn begin_attempt(
+        &self,
+        run_id: &str,
+        db_host: &str,
+        worker: &str,
+    ) -> Result<u32, CatalogError> {
         let mut tx = self.write().await?;
         let attempt: i64 = sqlx::query_scalar(
             "UPDATE runs SET attempt = attempt + 1, state = 'running', stage = 'starting', error = NULL, log_tail = NULL,
@@ -282,21 +309,33 @@ impl Catalog {
     }
 
     /// Moves a running attempt to a new stage; ignored if the attempt is no longer current.
-    pub async fn set_stage(&self, run_id: &str, attempt: u32, stage: &str) -> Result<bool, CatalogError> {
+    pub async fn set_stage(
+        &self,
+        run_id: &str,
+        attempt: u32,
+        stage: &str,
+    ) -> Result<bool, CatalogError> {
         let mut tx = self.write().await?;
-        let n = sqlx::query("UPDATE runs SET stage = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
-            .bind(stage)
-            .bind(run_id)
-            .bind(attempt)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+        let n = sqlx::query(
+            "UPDATE runs SET stage = ? WHERE run_id = ? AND attempt = ? AND state = 'running'",
+        )
+        .bind(stage)
+        .bind(run_id)
+        .bind(attempt)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
         tx.commit().await?;
         Ok(n == 1)
     }
 
     /// Stores what the agent proved about the live server, then moves to `loading-data`.
-    pub async fn record_server(&self, run_id: &str, attempt: u32, s: &ServerRecord) -> Result<(), CatalogError> {
+    pub async fn record_server(
+        &self,
+        run_id: &str,
+        attempt: u32,
+        s: &ServerRecord,
+    ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
         sqlx::query(
             "UPDATE runs SET build_key = ?, build_reused = ?, server_version = ?, block_size = ?, wal_block_size = ?,
@@ -333,7 +372,12 @@ impl Catalog {
 
     /// Writes the result and marks the run done, in one transaction. Returns false (and
     /// writes nothing) if the attempt is no longer current.
-    pub async fn finish_run(&self, run_id: &str, attempt: u32, r: &blocklab_proto::RunLoadResult) -> Result<bool, CatalogError> {
+    pub async fn finish_run(
+        &self,
+        run_id: &str,
+        attempt: u32,
+        r: &blocklab_proto::RunLoadResult,
+    ) -> Result<bool, CatalogError> {
         let mut tx = self.write().await?;
         let n = sqlx::query("UPDATE runs SET state = 'done', stage = 'done', finished_at = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
             .bind(now())
@@ -352,7 +396,14 @@ impl Catalog {
     }
 
     /// Marks an attempt failed at `stage`; ignored if the attempt is no longer current.
-    pub async fn fail_run(&self, run_id: &str, attempt: u32, stage: &str, reason: &str, log_tail: &str) -> Result<(), CatalogError> {
+    pub async fn fail_run(
+        &self,
+        run_id: &str,
+        attempt: u32,
+        stage: &str,
+        reason: &str,
+        log_tail: &str,
+    ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
         sqlx::query("UPDATE runs SET state = 'failed', stage = ?, error = ?, log_tail = ?, finished_at = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
             .bind(stage)
@@ -368,12 +419,20 @@ impl Catalog {
     }
 
     /// Fails every queued run of a job (used when it cannot proceed at all).
-    pub async fn fail_queued_runs(&self, job_id: &str, stage: &str, reason: &str, cell_filter: Option<&[u32]>) -> Result<(), CatalogError> {
+    pub async fn fail_queued_runs(
+        &self,
+        job_id: &str,
+        stage: &str,
+        reason: &str,
+        cell_filter: Option<&[u32]>,
+    ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
-        let runs: Vec<(String, i64)> = sqlx::query_as("SELECT run_id, cell_index FROM runs WHERE job_id = ? AND state = 'queued'")
-            .bind(job_id)
-            .fetch_all(&mut *tx)
-            .await?;
+        let runs: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT run_id, cell_index FROM runs WHERE job_id = ? AND state = 'queued'",
+        )
+        .bind(job_id)
+        .fetch_all(&mut *tx)
+        .await?;
         for (run_id, cell) in runs {
             let hit = cell_filter.is_none_or(|f| f.iter().any(|&c| i64::from(c) == cell));
             if hit {
@@ -410,7 +469,11 @@ impl Catalog {
     }
 }
 
-async fn insert_result(tx: &mut Transaction<'static, Sqlite>, run_id: &str, r: &blocklab_proto::RunLoadResult) -> Result<(), CatalogError> {
+async fn insert_result(
+    tx: &mut Transaction<'static, Sqlite>,
+    run_id: &str,
+    r: &blocklab_proto::RunLoadResult,
+) -> Result<(), CatalogError> {
     sqlx::query(
         "INSERT INTO results (run_id, transactions, failures, tps, tps_incl_conn, latency_avg_ms, latency_stddev_ms,
            latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_p999_ms, latency_max_ms, connection_time_ms,
@@ -448,4 +511,3 @@ async fn insert_result(tx: &mut Transaction<'static, Sqlite>, run_id: &str, r: &
     }
     Ok(())
 }
-

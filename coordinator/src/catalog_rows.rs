@@ -5,17 +5,20 @@ use sqlx::sqlite::SqliteRow;
 
 use super::CatalogError;
 
-pub(super) const JOB_SELECT_ALL: &str = "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.created_at, j.spec_toml,
+pub(super) const JOB_SELECT_ALL: &str =
+    "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.created_at, j.spec_toml,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id) AS runs_total,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'done') AS runs_done,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'failed') AS runs_failed
   FROM jobs j ORDER BY j.created_at";
-pub(super) const JOB_SELECT_ONE: &str = "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.created_at, j.spec_toml,
+pub(super) const JOB_SELECT_ONE: &str =
+    "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.created_at, j.spec_toml,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id) AS runs_total,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'done') AS runs_done,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'failed') AS runs_failed
   FROM jobs j WHERE j.job_id = ?";
-pub(super) const RUN_SELECT: &str = "SELECT r.run_id, r.cell_index, r.repetition, r.sequence, r.attempt, r.state, r.stage,
+pub(super) const RUN_SELECT: &str =
+    "SELECT r.run_id, r.cell_index, r.repetition, r.sequence, r.attempt, r.state, r.stage,
   r.error, r.log_tail, c.label, r.block_size, r.wal_block_size, r.build_key, r.build_reused, res.tps
   FROM runs r JOIN cells c ON c.job_id = r.job_id AND c.cell_index = r.cell_index
   LEFT JOIN results res ON res.run_id = r.run_id
@@ -122,7 +125,9 @@ impl RunRecord {
             block_size: u32_of(row, "block_size")?,
             wal_block_size: u32_of(row, "wal_block_size")?,
             build_key: row.try_get("build_key")?,
-            build_reused: row.try_get::<Option<bool>, _>("build_reused")?.unwrap_or(false),
+            build_reused: row
+                .try_get::<Option<bool>, _>("build_reused")?
+                .unwrap_or(false),
             tps: row.try_get("tps")?,
         })
     }

@@ -17,9 +17,17 @@ pub enum CliError {
     #[error("cannot read {path}: {error}")]
     Read { path: String, error: std::io::Error },
     #[error("{path}: {error}")]
-    Spec { path: String, error: crate::spec::SpecError },
-    #[error("cannot reach the coordinator at {addr}: {error} (set --coordinator or BLOCKLAB_COORDINATOR)")]
-    Connect { addr: String, error: tonic::transport::Error },
+    Spec {
+        path: String,
+        error: crate::spec::SpecError,
+    },
+    #[error(
+        "cannot reach the coordinator at {addr}: {error} (set --coordinator or BLOCKLAB_COORDINATOR)"
+    )]
+    Connect {
+        addr: String,
+        error: tonic::transport::Error,
+    },
     #[error("{}", .0.message())]
     Rpc(#[from] tonic::Status),
 }
@@ -28,13 +36,22 @@ pub enum CliError {
 pub async fn connect(addr: &str) -> Result<ControlClient<Channel>, CliError> {
     ControlClient::connect(blocklab_proto::endpoint_url(addr))
         .await
-        .map_err(|error| CliError::Connect { addr: addr.to_string(), error })
+        .map_err(|error| CliError::Connect {
+            addr: addr.to_string(),
+            error,
+        })
 }
 
 /// Reads and validates a spec file; nothing is sent anywhere.
 pub fn load_spec(path: &Path) -> Result<(String, Spec), CliError> {
-    let text = std::fs::read_to_string(path).map_err(|error| CliError::Read { path: path.display().to_string(), error })?;
-    let spec = Spec::parse(&text).map_err(|error| CliError::Spec { path: path.display().to_string(), error })?;
+    let text = std::fs::read_to_string(path).map_err(|error| CliError::Read {
+        path: path.display().to_string(),
+        error,
+    })?;
+    let spec = Spec::parse(&text).map_err(|error| CliError::Spec {
+        path: path.display().to_string(),
+        error,
+    })?;
     Ok((text, spec))
 }
 
@@ -57,20 +74,34 @@ pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
         spec.order,
         spec.builds().len()
     );
-    let mut cells = table(&["cell", "block size", "WAL block size", "clients", "baseline"]);
+    let mut cells = table(&[
+        "cell",
+        "block size",
+        "WAL block size",
+        "clients",
+        "baseline",
+    ]);
     for c in &plan.cells {
         cells.add_row(vec![
             c.index.to_string(),
             format!("{}K", c.block_size_kb),
             format!("{}K", c.wal_block_size_kb),
             c.clients.to_string(),
-            if c.is_baseline { "yes".into() } else { String::new() },
+            if c.is_baseline {
+                "yes".into()
+            } else {
+                String::new()
+            },
         ]);
     }
     let _ = writeln!(out, "{cells}");
     let mut runs = table(&["#", "cell", "repetition"]);
     for r in &plan.runs {
-        runs.add_row(vec![(r.sequence + 1).to_string(), plan.cells[r.cell_index as usize].label(), (r.repetition + 1).to_string()]);
+        runs.add_row(vec![
+            (r.sequence + 1).to_string(),
+            plan.cells[r.cell_index as usize].label(),
+            (r.repetition + 1).to_string(),
+        ]);
     }
     let _ = writeln!(out, "{runs}");
     let w = &spec.workload;
@@ -88,7 +119,15 @@ pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
 }
 
 pub fn render_jobs(jobs: &[JobSummary]) -> String {
-    let mut t = table(&["job", "name", "state", "runs done/total", "failed", "db host", "created"]);
+    let mut t = table(&[
+        "job",
+        "name",
+        "state",
+        "runs done/total",
+        "failed",
+        "db host",
+        "created",
+    ]);
     for j in jobs {
         t.add_row(vec![
             j.job_id.clone(),
@@ -104,18 +143,48 @@ pub fn render_jobs(jobs: &[JobSummary]) -> String {
 }
 
 fn size(bytes: u32) -> String {
-    if bytes == 0 { "-".into() } else { bytes.to_string() }
+    if bytes == 0 {
+        "-".into()
+    } else {
+        bytes.to_string()
+    }
 }
 
 pub fn render_job(job: &GetJobResponse) -> String {
     let mut out = String::new();
     if let Some(j) = &job.job {
-        let _ = writeln!(out, "job {} ({}): {}, {}/{} runs done, {} failed, db host {}", j.job_id, j.name, j.state, j.runs_done, j.runs_total, j.runs_failed, if j.db_host_id.is_empty() { "-" } else { &j.db_host_id });
+        let _ = writeln!(
+            out,
+            "job {} ({}): {}, {}/{} runs done, {} failed, db host {}",
+            j.job_id,
+            j.name,
+            j.state,
+            j.runs_done,
+            j.runs_total,
+            j.runs_failed,
+            if j.db_host_id.is_empty() {
+                "-"
+            } else {
+                &j.db_host_id
+            }
+        );
         if !j.error.is_empty() {
             let _ = writeln!(out, "error: {}", j.error);
         }
     }
-    let mut t = table(&["#", "cell", "rep", "attempt", "state", "stage", "block_size", "wal_block_size", "tps", "build", "error"]);
+    let mut t = table(&[
+        "#",
+        "cell",
+        "rep",
+        "attempt",
+        "state",
+        "stage",
+        "block_size",
+        "wal_block_size",
+        "tps",
+        "build",
+        "error",
+    ]);
     for r in &job.runs {
         t.add_row(vec![
             (r.sequence + 1).to_string(),
@@ -126,8 +195,20 @@ pub fn render_job(job: &GetJobResponse) -> String {
             r.stage.clone(),
             size(r.block_size),
             size(r.wal_block_size),
-            if r.state == "done" { format!("{:.1}", r.tps) } else { "-".into() },
-            if r.build_key.is_empty() { "-".into() } else { format!("{}{}", r.build_key, if r.build_reused { " (cached)" } else { "" }) },
+            if r.state == "done" {
+                format!("{:.1}", r.tps)
+            } else {
+                "-".into()
+            },
+            if r.build_key.is_empty() {
+                "-".into()
+            } else {
+                format!(
+                    "{}{}",
+                    r.build_key,
+                    if r.build_reused { " (cached)" } else { "" }
+                )
+            },
             r.error.lines().next().unwrap_or("").to_string(),
         ]);
     }
@@ -136,24 +217,61 @@ pub fn render_job(job: &GetJobResponse) -> String {
 }
 
 pub fn render_hosts(hosts: &[HostInfo]) -> String {
-    let mut t = table(&["host", "role", "state", "address", "labels", "cpu", "memory", "last seen"]);
+    let mut t = table(&[
+        "host",
+        "role",
+        "state",
+        "address",
+        "labels",
+        "cpu",
+        "memory",
+        "last seen",
+    ]);
     for h in hosts {
         let facts: serde_json::Value = serde_json::from_str(&h.facts_json).unwrap_or_default();
-        let cpu = format!("{} x{}", facts["cpu_model"].as_str().unwrap_or("?"), facts["cpu_logical"].as_u64().or(facts["cpu_cores"].as_u64()).unwrap_or(0));
-        let mem = facts["memory_bytes"].as_u64().map(|b| format!("{:.1} GiB", b as f64 / 1073741824.0)).unwrap_or_default();
+        let cpu = format!(
+            "{} x{}",
+            facts["cpu_model"].as_str().unwrap_or("?"),
+            facts["cpu_logical"]
+                .as_u64()
+                .or(facts["cpu_cores"].as_u64())
+                .unwrap_or(0)
+        );
+        let mem = facts["memory_bytes"]
+            .as_u64()
+            .map(|b| format!("{:.1} GiB", b as f64 / 1073741824.0))
+            .unwrap_or_default();
         let state = match (h.up, h.busy_with_run.is_empty()) {
             (false, _) => "down",
             (true, true) => "up",
             (true, false) => "up (busy)",
         };
-        t.add_row(vec![h.host_id.clone(), h.role.clone(), state.into(), h.address.clone(), h.labels.join(","), cpu, mem, h.last_seen.clone()]);
+        t.add_row(vec![
+            h.host_id.clone(),
+            h.role.clone(),
+            state.into(),
+            h.address.clone(),
+            h.labels.join(","),
+            cpu,
+            mem,
+            h.last_seen.clone(),
+        ]);
     }
     t.to_string()
 }
 
 /// One row per cell: proven sizes, mean tps over repetitions, change vs the baseline.
 pub fn render_results(r: &QueryResultsResponse, format: &str) -> String {
-    let header = ["cell", "block_size", "wal_block_size", "clients", "runs ok", "tps mean", "tps stddev", "% change vs baseline"];
+    let header = [
+        "cell",
+        "block_size",
+        "wal_block_size",
+        "clients",
+        "runs ok",
+        "tps mean",
+        "tps stddev",
+        "% change vs baseline",
+    ];
     let rows: Vec<Vec<String>> = r
         .cells
         .iter()
@@ -164,8 +282,16 @@ pub fn render_results(r: &QueryResultsResponse, format: &str) -> String {
                 size(c.proven_wal_block_size),
                 c.clients.to_string(),
                 format!("{}/{}", c.runs_ok, c.runs_total),
-                if c.runs_ok > 0 { format!("{:.1}", c.tps_mean) } else { "-".into() },
-                if c.runs_ok > 1 { format!("{:.1}", c.tps_stddev) } else { "-".into() },
+                if c.runs_ok > 0 {
+                    format!("{:.1}", c.tps_mean)
+                } else {
+                    "-".into()
+                },
+                if c.runs_ok > 1 {
+                    format!("{:.1}", c.tps_stddev)
+                } else {
+                    "-".into()
+                },
                 match (c.is_baseline, c.pct_change_vs_baseline) {
                     (true, _) => "baseline".into(),
                     (false, Some(p)) => format!("{p:+.1}%"),
@@ -178,7 +304,18 @@ pub fn render_results(r: &QueryResultsResponse, format: &str) -> String {
         "csv" => {
             let mut out = header.join(",") + "\n";
             for row in rows {
-                out.push_str(&row.iter().map(|v| if v.contains(',') { format!("\"{v}\"") } else { v.clone() }).collect::<Vec<_>>().join(","));
+                out.push_str(
+                    &row.iter()
+                        .map(|v| {
+                            if v.contains(',') {
+                                format!("\"{v}\"")
+                            } else {
+                                v.clone()
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                        .join(","),
+                );
                 out.push('\n');
             }
             out
@@ -194,8 +331,17 @@ pub fn render_results(r: &QueryResultsResponse, format: &str) -> String {
 }
 
 /// Follows a job until it finishes, printing one line per change.
-pub async fn watch(client: &mut ControlClient<Channel>, job_id: &str, mut out: impl std::io::Write) -> Result<Option<JobSummary>, CliError> {
-    let mut stream = client.watch_job(WatchJobRequest { job_id: job_id.to_string() }).await?.into_inner();
+pub async fn watch(
+    client: &mut ControlClient<Channel>,
+    job_id: &str,
+    mut out: impl std::io::Write,
+) -> Result<Option<JobSummary>, CliError> {
+    let mut stream = client
+        .watch_job(WatchJobRequest {
+            job_id: job_id.to_string(),
+        })
+        .await?
+        .into_inner();
     let mut last = None;
     while let Some(ev) = stream.next().await {
         let ev = ev?;
@@ -203,9 +349,27 @@ pub async fn watch(client: &mut ControlClient<Channel>, job_id: &str, mut out: i
             let run = ev
                 .run
                 .as_ref()
-                .map(|r| format!(" | run {} {} rep {}: {} ({}){}", r.sequence + 1, r.cell_label, r.repetition + 1, r.state, r.stage, if r.state == "done" { format!(" {:.1} tps", r.tps) } else { String::new() }))
+                .map(|r| {
+                    format!(
+                        " | run {} {} rep {}: {} ({}){}",
+                        r.sequence + 1,
+                        r.cell_label,
+                        r.repetition + 1,
+                        r.state,
+                        r.stage,
+                        if r.state == "done" {
+                            format!(" {:.1} tps", r.tps)
+                        } else {
+                            String::new()
+                        }
+                    )
+                })
                 .unwrap_or_default();
-            let _ = writeln!(out, "{} {}: {}/{} runs done, {} failed{}", j.job_id, j.state, j.runs_done, j.runs_total, j.runs_failed, run);
+            let _ = writeln!(
+                out,
+                "{} {}: {}/{} runs done, {} failed{}",
+                j.job_id, j.state, j.runs_done, j.runs_total, j.runs_failed, run
+            );
             last = Some(j.clone());
         }
         if ev.finished {

@@ -69,18 +69,27 @@ fn run_info(r: &RunRecord) -> RunInfo {
 }
 
 fn check_job_id(id: &str) -> Result<(), Status> {
-    uuid::Uuid::parse_str(id).map(|_| ()).map_err(|_| Status::invalid_argument(format!("job_id: {id:?} is not a job id (a UUID)")))
+    uuid::Uuid::parse_str(id)
+        .map(|_| ())
+        .map_err(|_| Status::invalid_argument(format!("job_id: {id:?} is not a job id (a UUID)")))
 }
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<JobEvent, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl Control for ControlService {
-    async fn submit_job(&self, request: Request<SubmitJobRequest>) -> Result<Response<SubmitJobResponse>, Status> {
+    async fn submit_job(
+        &self,
+        request: Request<SubmitJobRequest>,
+    ) -> Result<Response<SubmitJobResponse>, Status> {
         let text = request.into_inner().spec_toml;
         let spec = Spec::parse(&text)?;
         let plan = spec.plan();
-        let job_id = self.scheduler.catalog.insert_job(&text, &spec, &plan).await?;
+        let job_id = self
+            .scheduler
+            .catalog
+            .insert_job(&text, &spec, &plan)
+            .await?;
         tracing::info!(job_id = %job_id, name = %spec.name, cells = plan.cells.len(), runs = plan.runs.len(), "job submitted");
         self.scheduler.start_job(job_id.clone());
         Ok(Response::new(SubmitJobResponse {
@@ -90,12 +99,20 @@ impl Control for ControlService {
         }))
     }
 
-    async fn list_jobs(&self, _: Request<ListJobsRequest>) -> Result<Response<ListJobsResponse>, Status> {
+    async fn list_jobs(
+        &self,
+        _: Request<ListJobsRequest>,
+    ) -> Result<Response<ListJobsResponse>, Status> {
         let jobs = self.scheduler.catalog.jobs().await?;
-        Ok(Response::new(ListJobsResponse { jobs: jobs.iter().map(summary).collect() }))
+        Ok(Response::new(ListJobsResponse {
+            jobs: jobs.iter().map(summary).collect(),
+        }))
     }
 
-    async fn get_job(&self, request: Request<GetJobRequest>) -> Result<Response<GetJobResponse>, Status> {
+    async fn get_job(
+        &self,
+        request: Request<GetJobRequest>,
+    ) -> Result<Response<GetJobResponse>, Status> {
         let id = request.into_inner().job_id;
         check_job_id(&id)?;
         let catalog = &self.scheduler.catalog;
@@ -110,7 +127,10 @@ impl Control for ControlService {
 
     type WatchJobStream = EventStream;
 
-    async fn watch_job(&self, request: Request<WatchJobRequest>) -> Result<Response<Self::WatchJobStream>, Status> {
+    async fn watch_job(
+        &self,
+        request: Request<WatchJobRequest>,
+    ) -> Result<Response<Self::WatchJobStream>, Status> {
         let id = request.into_inner().job_id;
         check_job_id(&id)?;
         let catalog = self.scheduler.catalog.clone();
@@ -126,13 +146,25 @@ impl Control for ControlService {
                         return;
                     }
                 };
-                let runs: Vec<RunInfo> = catalog.runs(&id).await.map(|r| r.iter().map(run_info).collect()).unwrap_or_default();
+                let runs: Vec<RunInfo> = catalog
+                    .runs(&id)
+                    .await
+                    .map(|r| r.iter().map(run_info).collect())
+                    .unwrap_or_default();
                 let s = summary(&job);
                 let finished = job.is_finished();
                 let prev_runs = last.as_ref().map(|(_, r)| r.clone()).unwrap_or_default();
                 if last.as_ref().is_none_or(|(ls, lr)| ls != &s || lr != &runs) {
                     let changed_run = runs.iter().find(|r| !prev_runs.contains(r)).cloned();
-                    if tx.send(Ok(JobEvent { job: Some(s.clone()), run: changed_run, finished })).await.is_err() {
+                    if tx
+                        .send(Ok(JobEvent {
+                            job: Some(s.clone()),
+                            run: changed_run,
+                            finished,
+                        }))
+                        .await
+                        .is_err()
+                    {
                         return;
                     }
                     last = Some((s, runs));
@@ -146,7 +178,10 @@ impl Control for ControlService {
         Ok(Response::new(stream))
     }
 
-    async fn list_hosts(&self, _: Request<ListHostsRequest>) -> Result<Response<ListHostsResponse>, Status> {
+    async fn list_hosts(
+        &self,
+        _: Request<ListHostsRequest>,
+    ) -> Result<Response<ListHostsResponse>, Status> {
         let registry = &self.scheduler.registry;
         let hosts = self.scheduler.catalog.hosts().await?;
         let hosts = hosts
@@ -155,7 +190,11 @@ impl Control for ControlService {
                 let live = registry.get(&h.host_id);
                 HostInfo {
                     up: live.is_some(),
-                    busy_with_run: live.as_ref().filter(|s| s.busy.try_lock().is_err()).map(|_| "yes".to_string()).unwrap_or_default(),
+                    busy_with_run: live
+                        .as_ref()
+                        .filter(|s| s.busy.try_lock().is_err())
+                        .map(|_| "yes".to_string())
+                        .unwrap_or_default(),
                     host_id: h.host_id,
                     role: h.role,
                     labels: h.labels,
@@ -169,7 +208,10 @@ impl Control for ControlService {
         Ok(Response::new(ListHostsResponse { hosts }))
     }
 
-    async fn query_results(&self, request: Request<QueryResultsRequest>) -> Result<Response<QueryResultsResponse>, Status> {
+    async fn query_results(
+        &self,
+        request: Request<QueryResultsRequest>,
+    ) -> Result<Response<QueryResultsResponse>, Status> {
         let id = request.into_inner().job_id;
         check_job_id(&id)?;
         let catalog = &self.scheduler.catalog;
@@ -179,8 +221,15 @@ impl Control for ControlService {
         let mut out: Vec<CellResult> = cells
             .iter()
             .map(|c| {
-                let mine: Vec<&RunRecord> = runs.iter().filter(|r| r.cell_index == c.cell_index).collect();
-                let tps: Vec<f64> = mine.iter().filter(|r| r.state == "done").filter_map(|r| r.tps).collect();
+                let mine: Vec<&RunRecord> = runs
+                    .iter()
+                    .filter(|r| r.cell_index == c.cell_index)
+                    .collect();
+                let tps: Vec<f64> = mine
+                    .iter()
+                    .filter(|r| r.state == "done")
+                    .filter_map(|r| r.tps)
+                    .collect();
                 let (mean, sd) = stats::mean_stddev(&tps).unwrap_or((0.0, 0.0));
                 CellResult {
                     cell_index: c.cell_index,
@@ -200,13 +249,20 @@ impl Control for ControlService {
                 }
             })
             .collect();
-        let base = out.iter().find(|c| c.is_baseline && c.runs_ok > 0).map(|c| c.tps_mean);
+        let base = out
+            .iter()
+            .find(|c| c.is_baseline && c.runs_ok > 0)
+            .map(|c| c.tps_mean);
         for c in &mut out {
             if !c.is_baseline && c.runs_ok > 0 {
                 c.pct_change_vs_baseline = base.and_then(|b| stats::pct_change(c.tps_mean, b));
             }
         }
-        Ok(Response::new(QueryResultsResponse { job_id: id, cells: out, catalog_path: self.catalog_path.clone() }))
+        Ok(Response::new(QueryResultsResponse {
+            job_id: id,
+            cells: out,
+            catalog_path: self.catalog_path.clone(),
+        }))
     }
 }
 

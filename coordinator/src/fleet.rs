@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use blocklab_proto::v1::fleet_server::Fleet;
 use blocklab_proto::v1::{
-    CoordinatorMessage, HostMessage, Role, Task, TaskResult, Welcome, coordinator_message, host_message, task,
-    task_result,
+    CoordinatorMessage, HostMessage, Role, Task, TaskResult, Welcome, coordinator_message,
+    host_message, task, task_result,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::{Stream, StreamExt};
@@ -50,7 +50,13 @@ pub struct HostSession {
 
 impl HostSession {
     /// Sends a task and waits for its result.
-    pub async fn call(&self, run_id: &str, attempt: u32, kind: task::Kind, timeout: Duration) -> Result<task_result::Outcome, CallError> {
+    pub async fn call(
+        &self,
+        run_id: &str,
+        attempt: u32,
+        kind: task::Kind,
+        timeout: Duration,
+    ) -> Result<task_result::Outcome, CallError> {
         let task_id = uuid::Uuid::new_v4().to_string();
         let (done_tx, done_rx) = oneshot::channel();
         self.lock_pending().insert(task_id.clone(), done_tx);
@@ -73,21 +79,34 @@ impl HostSession {
             Ok(Err(_)) => Err(CallError::Disconnected(self.host_id.clone())),
             Err(_) => {
                 self.lock_pending().remove(&task_id);
-                Err(CallError::Timeout { host: self.host_id.clone(), timeout })
+                Err(CallError::Timeout {
+                    host: self.host_id.clone(),
+                    timeout,
+                })
             }
         }
     }
 
-    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<TaskResult>>> {
-        self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock_pending(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<TaskResult>>> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn seen(&self) {
-        *self.last_seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
+        *self
+            .last_seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
     }
 
     pub fn since_seen(&self) -> Duration {
-        self.last_seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).elapsed()
+        self.last_seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .elapsed()
     }
 
     fn deliver(&self, result: TaskResult) {
@@ -128,20 +147,30 @@ impl Registry {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<HostSession>>> {
-        self.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Hosts that are attached and heartbeating.
     pub fn up(&self) -> Vec<Arc<HostSession>> {
         let timeout = self.liveness.heartbeat_timeout;
-        let mut v: Vec<_> = self.lock().values().filter(|s| s.since_seen() <= timeout).cloned().collect();
+        let mut v: Vec<_> = self
+            .lock()
+            .values()
+            .filter(|s| s.since_seen() <= timeout)
+            .cloned()
+            .collect();
         v.sort_by(|a, b| a.host_id.cmp(&b.host_id));
         v
     }
 
     pub fn get(&self, host_id: &str) -> Option<Arc<HostSession>> {
         let timeout = self.liveness.heartbeat_timeout;
-        self.lock().get(host_id).filter(|s| s.since_seen() <= timeout).cloned()
+        self.lock()
+            .get(host_id)
+            .filter(|s| s.since_seen() <= timeout)
+            .cloned()
     }
 
     fn insert(&self, s: Arc<HostSession>) {
@@ -153,10 +182,10 @@ impl Registry {
 
     fn remove(&self, host_id: &str, generation: u64) {
         let mut map = self.lock();
-        if map.get(host_id).is_some_and(|s| s.generation == generation) {
-            if let Some(s) = map.remove(host_id) {
-                s.lock_pending().clear();
-            }
+        if map.get(host_id).is_some_and(|s| s.generation == generation)
+            && let Some(s) = map.remove(host_id)
+        {
+            s.lock_pending().clear();
         }
         drop(map);
         self.changed.notify_waiters();
@@ -166,7 +195,11 @@ impl Registry {
     pub fn reap(&self) {
         let timeout = self.liveness.heartbeat_timeout;
         let mut map = self.lock();
-        let dead: Vec<String> = map.iter().filter(|(_, s)| s.since_seen() > timeout).map(|(k, _)| k.clone()).collect();
+        let dead: Vec<String> = map
+            .iter()
+            .filter(|(_, s)| s.since_seen() > timeout)
+            .map(|(k, _)| k.clone())
+            .collect();
         for id in dead {
             tracing::warn!(host_id = %id, "host missed its heartbeat timeout; marked down");
             if let Some(s) = map.remove(&id) {
@@ -188,7 +221,10 @@ type OutStream = Pin<Box<dyn Stream<Item = Result<CoordinatorMessage, Status>> +
 impl Fleet for FleetService {
     type AttachStream = OutStream;
 
-    async fn attach(&self, request: Request<Streaming<HostMessage>>) -> Result<Response<Self::AttachStream>, Status> {
+    async fn attach(
+        &self,
+        request: Request<Streaming<HostMessage>>,
+    ) -> Result<Response<Self::AttachStream>, Status> {
         let peer: Option<SocketAddr> = request.remote_addr();
         let mut inbound = request.into_inner();
         let first = inbound
@@ -202,10 +238,16 @@ impl Fleet for FleetService {
         let role_name = match role {
             Role::Agent => "agent",
             Role::Worker => "worker",
-            Role::Unspecified => return Err(Status::invalid_argument("hello.role: must be agent or worker")),
+            Role::Unspecified => {
+                return Err(Status::invalid_argument(
+                    "hello.role: must be agent or worker",
+                ));
+            }
         };
         if hello.host_id.is_empty() || hello.host_id.len() > 128 {
-            return Err(Status::invalid_argument("hello.host_id: must be 1 to 128 characters"));
+            return Err(Status::invalid_argument(
+                "hello.host_id: must be 1 to 128 characters",
+            ));
         }
         let address = if hello.address.is_empty() {
             peer.map(|p| p.ip().to_string()).unwrap_or_default()
@@ -213,9 +255,15 @@ impl Fleet for FleetService {
             hello.address.clone()
         };
         if address.parse::<std::net::IpAddr>().is_err() {
-            return Err(Status::invalid_argument(format!("hello.address: {address:?} is not an IP address")));
+            return Err(Status::invalid_argument(format!(
+                "hello.address: {address:?} is not an IP address"
+            )));
         }
-        let facts = if serde_json::from_str::<serde_json::Value>(&hello.facts_json).is_ok() { hello.facts_json.clone() } else { "{}".into() };
+        let facts = if serde_json::from_str::<serde_json::Value>(&hello.facts_json).is_ok() {
+            hello.facts_json.clone()
+        } else {
+            "{}".into()
+        };
         self.catalog
             .upsert_host(&HostRecord {
                 host_id: hello.host_id.clone(),
@@ -231,7 +279,11 @@ impl Fleet for FleetService {
 
         let (tx, rx) = mpsc::channel(64);
         let generation = {
-            let mut g = self.registry.next_generation.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut g = self
+                .registry
+                .next_generation
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             *g += 1;
             *g
         };
@@ -246,9 +298,16 @@ impl Fleet for FleetService {
             last_seen: Mutex::new(Instant::now()),
             busy: Arc::new(tokio::sync::Mutex::new(())),
         });
-        let interval_ms = u32::try_from(self.registry.liveness.heartbeat_interval.as_millis()).unwrap_or(u32::MAX);
-        let welcome = CoordinatorMessage { kind: Some(coordinator_message::Kind::Welcome(Welcome { heartbeat_interval_ms: interval_ms })) };
-        tx.send(Ok(welcome)).await.map_err(|_| Status::unavailable("host went away"))?;
+        let interval_ms = u32::try_from(self.registry.liveness.heartbeat_interval.as_millis())
+            .unwrap_or(u32::MAX);
+        let welcome = CoordinatorMessage {
+            kind: Some(coordinator_message::Kind::Welcome(Welcome {
+                heartbeat_interval_ms: interval_ms,
+            })),
+        };
+        tx.send(Ok(welcome))
+            .await
+            .map_err(|_| Status::unavailable("host went away"))?;
         self.registry.insert(session.clone());
         tracing::info!(host_id = %session.host_id, role = role_name, address = %session.address, "host attached");
 
@@ -267,7 +326,11 @@ impl Fleet for FleetService {
                         }
                     }
                     Some(host_message::Kind::Progress(p)) => {
-                        let _ = registry.progress.send(ProgressEvent { run_id: p.run_id, attempt: p.attempt, stage: p.stage });
+                        let _ = registry.progress.send(ProgressEvent {
+                            run_id: p.run_id,
+                            attempt: p.attempt,
+                            stage: p.stage,
+                        });
                     }
                     Some(host_message::Kind::Result(r)) => session.deliver(r),
                     Some(host_message::Kind::Hello(_)) | None => {}
@@ -277,6 +340,8 @@ impl Fleet for FleetService {
             let _ = catalog.touch_host(&session.host_id).await;
             registry.remove(&session.host_id, session.generation);
         });
-        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))))
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
     }
 }

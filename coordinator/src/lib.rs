@@ -44,7 +44,11 @@ pub enum CoordinatorError {
 
 /// Opens the catalog, resumes unfinished jobs, and serves `Control` and `Fleet` on
 /// `listener` until `shutdown` resolves.
-pub async fn serve(config: CoordinatorConfig, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<(), CoordinatorError> {
+pub async fn serve(
+    config: CoordinatorConfig,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), CoordinatorError> {
     let catalog = catalog::Catalog::open(&config.catalog_path).await?;
     let registry = fleet::Registry::new(fleet::Liveness {
         heartbeat_interval: config.heartbeat_interval,
@@ -66,12 +70,18 @@ pub async fn serve(config: CoordinatorConfig, listener: TcpListener, shutdown: i
     });
     let addr = listener.local_addr().ok();
     tracing::info!(addr = ?addr, catalog = %config.catalog_path.display(), "coordinator listening");
-    let control = control::ControlService { scheduler, catalog_path: config.catalog_path.display().to_string() };
+    let control = control::ControlService {
+        scheduler,
+        catalog_path: config.catalog_path.display().to_string(),
+    };
     let fleet = fleet::FleetService { registry, catalog };
     let result = tonic::transport::Server::builder()
         .add_service(ControlServer::new(control))
         .add_service(FleetServer::new(fleet))
-        .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), shutdown)
+        .serve_with_incoming_shutdown(
+            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            shutdown,
+        )
         .await;
     reaper.abort();
     Ok(result?)

@@ -216,7 +216,10 @@ impl Spec {
         if text.len() > MAX_SPEC_BYTES {
             return Err(SpecError::new(
                 "spec",
-                format!("{} bytes is larger than the limit of {MAX_SPEC_BYTES}", text.len()),
+                format!(
+                    "{} bytes is larger than the limit of {MAX_SPEC_BYTES}",
+                    text.len()
+                ),
             ));
         }
         let raw: RawSpec = toml::from_str(text).map_err(|e| toml_error(text, e))?;
@@ -318,8 +321,11 @@ fn toml_error(text: &str, e: toml::de::Error) -> SpecError {
 fn backticked(msg: &str) -> Option<String> {
     let start = msg.find('`')? + 1;
     let end = start + msg[start..].find('`')?;
-    Some(msg[start..end].to_string())
-        .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c)))
+    Some(msg[start..end].to_string()).filter(|w| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+    })
 }
 
 fn validate(raw: RawSpec) -> Result<Spec, SpecError> {
@@ -347,16 +353,31 @@ fn validate(raw: RawSpec) -> Result<Spec, SpecError> {
         }
     };
     if raw.source.tarball.trim().is_empty() {
-        return Err(SpecError::new("source.tarball", "must name a PostgreSQL source tarball"));
+        return Err(SpecError::new(
+            "source.tarball",
+            "must name a PostgreSQL source tarball",
+        ));
     }
     for (i, flag) in raw.source.configure.iter().enumerate() {
-        validate_configure_flag(flag).map_err(|m| SpecError::new(format!("source.configure[{i}]"), m))?;
+        validate_configure_flag(flag)
+            .map_err(|m| SpecError::new(format!("source.configure[{i}]"), m))?;
     }
     let m = &raw.matrix;
-    check_sizes("matrix.block_size_kb", &m.block_size_kb, &DATA_BLOCK_SIZES_KB)?;
-    check_sizes("matrix.wal_block_size_kb", &m.wal_block_size_kb, &WAL_BLOCK_SIZES_KB)?;
+    check_sizes(
+        "matrix.block_size_kb",
+        &m.block_size_kb,
+        &DATA_BLOCK_SIZES_KB,
+    )?;
+    check_sizes(
+        "matrix.wal_block_size_kb",
+        &m.wal_block_size_kb,
+        &WAL_BLOCK_SIZES_KB,
+    )?;
     if m.clients.is_empty() {
-        return Err(SpecError::new("matrix.clients", "must list at least one client count"));
+        return Err(SpecError::new(
+            "matrix.clients",
+            "must list at least one client count",
+        ));
     }
     for (i, &c) in m.clients.iter().enumerate() {
         if !(1..=10_000).contains(&c) {
@@ -367,10 +388,14 @@ fn validate(raw: RawSpec) -> Result<Spec, SpecError> {
         }
     }
     let baseline = match &raw.baseline {
-        Some(b) => (b.block_size_kb.unwrap_or(8), b.wal_block_size_kb.unwrap_or(8)),
+        Some(b) => (
+            b.block_size_kb.unwrap_or(8),
+            b.wal_block_size_kb.unwrap_or(8),
+        ),
         None => (8, 8),
     };
-    let in_matrix = m.block_size_kb.contains(&baseline.0) && m.wal_block_size_kb.contains(&baseline.1);
+    let in_matrix =
+        m.block_size_kb.contains(&baseline.0) && m.wal_block_size_kb.contains(&baseline.1);
     let baseline = if in_matrix {
         baseline
     } else if raw.baseline.is_some() {
@@ -388,7 +413,10 @@ fn validate(raw: RawSpec) -> Result<Spec, SpecError> {
     for (name, value) in &raw.settings {
         let field = format!("settings.{name}");
         if !valid_setting_name(name) {
-            return Err(SpecError::new(field, "setting names are lowercase letters, digits, '_' and '.'"));
+            return Err(SpecError::new(
+                field,
+                "setting names are lowercase letters, digits, '_' and '.'",
+            ));
         }
         let text = match value {
             toml::Value::String(s) => s.clone(),
@@ -398,18 +426,27 @@ fn validate(raw: RawSpec) -> Result<Spec, SpecError> {
             _ => return Err(SpecError::new(field, "must be a string, number or boolean")),
         };
         if text.chars().any(|c| c.is_control()) || text.len() > 1024 {
-            return Err(SpecError::new(field, "must be one line of at most 1024 characters"));
+            return Err(SpecError::new(
+                field,
+                "must be one line of at most 1024 characters",
+            ));
         }
         settings.push((name.clone(), text));
     }
     let workload = validate_workload(&raw.workload)?;
     let client_workers = raw.placement.client_workers.unwrap_or(1);
     if client_workers != 1 {
-        return Err(SpecError::new("placement.client_workers", "only 1 is supported"));
+        return Err(SpecError::new(
+            "placement.client_workers",
+            "only 1 is supported",
+        ));
     }
     for (i, l) in raw.placement.db_host_labels.iter().enumerate() {
         if l.is_empty() || l.len() > 64 {
-            return Err(SpecError::new(format!("placement.db_host_labels[{i}]"), "labels are 1 to 64 characters"));
+            return Err(SpecError::new(
+                format!("placement.db_host_labels[{i}]"),
+                "labels are 1 to 64 characters",
+            ));
         }
     }
     Ok(Spec {
@@ -433,24 +470,41 @@ fn validate_workload(w: &RawWorkload) -> Result<Workload, SpecError> {
     if !BUILTINS.contains(&w.builtin.as_str()) {
         return Err(SpecError::new(
             "workload.builtin",
-            format!("{:?} is not a built-in; use one of {}", w.builtin, BUILTINS.join(", ")),
+            format!(
+                "{:?} is not a built-in; use one of {}",
+                w.builtin,
+                BUILTINS.join(", ")
+            ),
         ));
     }
     if !PROTOCOLS.contains(&w.protocol.as_str()) {
         return Err(SpecError::new(
             "workload.protocol",
-            format!("{:?} is not allowed; use one of {}", w.protocol, PROTOCOLS.join(", ")),
+            format!(
+                "{:?} is not allowed; use one of {}",
+                w.protocol,
+                PROTOCOLS.join(", ")
+            ),
         ));
     }
     if !(1..=100_000).contains(&w.scale) {
-        return Err(SpecError::new("workload.scale", "must be between 1 and 100000"));
+        return Err(SpecError::new(
+            "workload.scale",
+            "must be between 1 and 100000",
+        ));
     }
     if !(1..=1024).contains(&w.threads) {
-        return Err(SpecError::new("workload.threads", "must be between 1 and 1024"));
+        return Err(SpecError::new(
+            "workload.threads",
+            "must be between 1 and 1024",
+        ));
     }
     let duration = parse_duration("workload.duration", &w.duration)?;
     if duration.is_zero() {
-        return Err(SpecError::new("workload.duration", "must be longer than zero"));
+        return Err(SpecError::new(
+            "workload.duration",
+            "must be longer than zero",
+        ));
     }
     let warmup = match &w.warmup {
         Some(t) => parse_duration("workload.warmup", t)?,
@@ -468,7 +522,10 @@ fn validate_workload(w: &RawWorkload) -> Result<Workload, SpecError> {
 
 fn parse_duration(field: &str, text: &str) -> Result<Duration, SpecError> {
     let d = humantime::parse_duration(text.trim()).map_err(|e| {
-        SpecError::new(field, format!("cannot parse {text:?} as a duration ({e}); write e.g. \"90s\" or \"2min\""))
+        SpecError::new(
+            field,
+            format!("cannot parse {text:?} as a duration ({e}); write e.g. \"90s\" or \"2min\""),
+        )
     })?;
     if d > Duration::from_secs(24 * 3600) {
         return Err(SpecError::new(field, "must be at most 24h"));
@@ -485,11 +542,17 @@ fn check_sizes(field: &str, values: &[u32], allowed: &[u32]) -> Result<(), SpecE
             let list: Vec<String> = allowed.iter().map(u32::to_string).collect();
             return Err(SpecError::new(
                 format!("{field}[{i}]"),
-                format!("{v} is not a size PostgreSQL allows; use one of {} (KB)", list.join(", ")),
+                format!(
+                    "{v} is not a size PostgreSQL allows; use one of {} (KB)",
+                    list.join(", ")
+                ),
             ));
         }
         if values[..i].contains(v) {
-            return Err(SpecError::new(format!("{field}[{i}]"), format!("{v} is listed twice")));
+            return Err(SpecError::new(
+                format!("{field}[{i}]"),
+                format!("{v} is listed twice"),
+            ));
         }
     }
     Ok(())
@@ -504,7 +567,9 @@ pub fn validate_configure_flag(flag: &str) -> Result<(), String> {
     let (name, value) = body.split_once('=').unwrap_or((body, ""));
     let name_ok = !name.is_empty()
         && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
     let value_ok = value
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "_./,:+-".contains(c));
@@ -514,7 +579,9 @@ pub fn validate_configure_flag(flag: &str) -> Result<(), String> {
         ));
     }
     if ["prefix", "with-blocksize", "with-wal-blocksize"].contains(&name) {
-        return Err(format!("{flag:?} is set by blocklab from the matrix; remove it"));
+        return Err(format!(
+            "{flag:?} is set by blocklab from the matrix; remove it"
+        ));
     }
     Ok(())
 }

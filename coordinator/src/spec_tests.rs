@@ -58,7 +58,10 @@ fn disallowed_data_block_size_is_refused() {
 #[test]
 fn disallowed_wal_block_size_is_refused() {
     for bad in ["3", "128", "0"] {
-        let e = err(&GOOD.replace("wal_block_size_kb = [8]", &format!("wal_block_size_kb = [{bad}]")));
+        let e = err(&GOOD.replace(
+            "wal_block_size_kb = [8]",
+            &format!("wal_block_size_kb = [{bad}]"),
+        ));
         assert_eq!(e.field, "matrix.wal_block_size_kb[0]", "{bad}: {e}");
         assert!(e.message.contains("64"), "{e}");
     }
@@ -110,7 +113,10 @@ fn settings_names_and_values_are_checked() {
 
 #[test]
 fn baseline_must_be_a_cell() {
-    let e = err(&GOOD.replace("repetitions = 2", "repetitions = 2\nbaseline = { block_size_kb = 32 }"));
+    let e = err(&GOOD.replace(
+        "repetitions = 2",
+        "repetitions = 2\nbaseline = { block_size_kb = 32 }",
+    ));
     assert_eq!(e.field, "baseline");
 }
 
@@ -119,22 +125,34 @@ fn interleaved_plan_alternates_cells() {
     let plan = Spec::parse(GOOD).expect("valid").plan();
     assert_eq!(plan.cells.len(), 2);
     assert!(plan.cells[0].is_baseline && !plan.cells[1].is_baseline);
-    let order: Vec<(u32, u32)> = plan.runs.iter().map(|r| (r.cell_index, r.repetition)).collect();
+    let order: Vec<(u32, u32)> = plan
+        .runs
+        .iter()
+        .map(|r| (r.cell_index, r.repetition))
+        .collect();
     assert_eq!(order, vec![(0, 0), (1, 0), (0, 1), (1, 1)]);
 }
 
 #[test]
 fn sequential_and_shuffled_orders() {
-    let seq = Spec::parse(&GOOD.replace("repetitions = 2", "repetitions = 2\norder = \"sequential\""))
-        .expect("valid")
-        .plan();
+    let seq =
+        Spec::parse(&GOOD.replace("repetitions = 2", "repetitions = 2\norder = \"sequential\""))
+            .expect("valid")
+            .plan();
     let order: Vec<u32> = seq.runs.iter().map(|r| r.cell_index).collect();
     assert_eq!(order, vec![0, 0, 1, 1]);
-    let text = GOOD.replace("repetitions = 2", "repetitions = 5\norder = \"shuffled\"\nseed = 7");
+    let text = GOOD.replace(
+        "repetitions = 2",
+        "repetitions = 5\norder = \"shuffled\"\nseed = 7",
+    );
     let a = Spec::parse(&text).expect("valid").plan();
     let b = Spec::parse(&text).expect("valid").plan();
     assert_eq!(a.runs, b.runs, "same seed, same order");
-    let mut seen: Vec<(u32, u32)> = a.runs.iter().map(|r| (r.cell_index, r.repetition)).collect();
+    let mut seen: Vec<(u32, u32)> = a
+        .runs
+        .iter()
+        .map(|r| (r.cell_index, r.repetition))
+        .collect();
     seen.sort();
     assert_eq!(seen.len(), 10);
     seen.dedup();
@@ -143,8 +161,12 @@ fn sequential_and_shuffled_orders() {
 
 #[test]
 fn matrix_product_and_builds() {
-    let s = Spec::parse(&GOOD.replace("wal_block_size_kb = [8]", "wal_block_size_kb = [8, 16]").replace("clients = [4]", "clients = [1, 4]"))
-        .expect("valid");
+    let s = Spec::parse(
+        &GOOD
+            .replace("wal_block_size_kb = [8]", "wal_block_size_kb = [8, 16]")
+            .replace("clients = [4]", "clients = [1, 4]"),
+    )
+    .expect("valid");
     assert_eq!(s.plan().cells.len(), 8);
     assert_eq!(s.builds(), vec![(8, 8), (8, 16), (16, 8), (16, 16)]);
 }

@@ -7,7 +7,11 @@ pub fn mean_stddev(xs: &[f64]) -> Option<(f64, f64)> {
     }
     let n = xs.len() as f64;
     let mean = xs.iter().sum::<f64>() / n;
-    let sd = if xs.len() < 2 { 0.0 } else { (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt() };
+    let sd = if xs.len() < 2 {
+        0.0
+    } else {
+        (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    };
     Some((mean, sd))
 }
 

@@ -18,9 +18,15 @@ clients = [2]
 duration = "1s"
 "#;
 
-async fn start() -> (ControlClient<tonic::transport::Channel>, tempfile::TempDir, tokio::sync::oneshot::Sender<()>) {
+async fn start() -> (
+    ControlClient<tonic::transport::Channel>,
+    tempfile::TempDir,
+    tokio::sync::oneshot::Sender<()>,
+) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let addr = listener.local_addr().expect("addr");
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let config = blocklab_coordinator::CoordinatorConfig::new(dir.path().join("catalog.db"));
@@ -33,10 +39,12 @@ async fn start() -> (ControlClient<tonic::transport::Channel>, tempfile::TempDir
     });
     let url = format!("http://{addr}");
     for _ in 0..50 {
-        if let Ok(mut c) = ControlClient::connect(url.clone()).await {
-            if c.list_jobs(blocklab_proto::v1::ListJobsRequest {}).await.is_ok() {
-                return (c, dir, stop_tx);
-            }
+        if let Ok(mut c) = ControlClient::connect(url.clone()).await
+            && c.list_jobs(blocklab_proto::v1::ListJobsRequest {})
+                .await
+                .is_ok()
+        {
+            return (c, dir, stop_tx);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -49,7 +57,11 @@ fn counts(db: &std::path::Path) -> Vec<i64> {
         .arg("SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM cells), (SELECT count(*) FROM runs), (SELECT count(*) FROM results);")
         .output()
         .expect("sqlite3 is installed");
-    String::from_utf8_lossy(&conn.stdout).trim().split('|').map(|v| v.parse().expect("count")).collect()
+    String::from_utf8_lossy(&conn.stdout)
+        .trim()
+        .split('|')
+        .map(|v| v.parse().expect("count"))
+        .collect()
 }
 
 #[tokio::test]
@@ -59,36 +71,94 @@ async fn bad_specs_are_refused_and_nothing_is_stored() {
     let before = counts(&db);
     assert_eq!(before, vec![0, 0, 0, 0]);
     let cases = [
-        (GOOD.replace("clients = [2]", "clients = [2]\ncolour = \"red\""), "matrix.colour"),
-        (GOOD.replace("[8, 16]", "[8, 12]"), "matrix.block_size_kb[1]"),
-        (GOOD.replace("clients = [2]", "clients = [2]\nwal_block_size_kb = [128]"), "matrix.wal_block_size_kb[0]"),
-        (GOOD.replace("clients = [2]", "clients = [0]"), "matrix.clients[0]"),
+        (
+            GOOD.replace("clients = [2]", "clients = [2]\ncolour = \"red\""),
+            "matrix.colour",
+        ),
+        (
+            GOOD.replace("[8, 16]", "[8, 12]"),
+            "matrix.block_size_kb[1]",
+        ),
+        (
+            GOOD.replace("clients = [2]", "clients = [2]\nwal_block_size_kb = [128]"),
+            "matrix.wal_block_size_kb[0]",
+        ),
+        (
+            GOOD.replace("clients = [2]", "clients = [0]"),
+            "matrix.clients[0]",
+        ),
         (GOOD.replace("\"1s\"", "\"soon\""), "workload.duration"),
-        (GOOD.replace("[source]", "[source]\nconfigure = [\"--with-x; reboot\"]"), "source.configure[0]"),
+        (
+            GOOD.replace("[source]", "[source]\nconfigure = [\"--with-x; reboot\"]"),
+            "source.configure[0]",
+        ),
         ("not toml at all [".to_string(), "spec"),
     ];
     for (text, field) in &cases {
-        let err = client.submit_job(SubmitJobRequest { spec_toml: text.clone() }).await.expect_err("must be refused");
+        let err = client
+            .submit_job(SubmitJobRequest {
+                spec_toml: text.clone(),
+            })
+            .await
+            .expect_err("must be refused");
         assert_eq!(err.code(), tonic::Code::InvalidArgument, "{field}: {err:?}");
-        assert!(err.message().starts_with(&format!("{field}:")), "message names {field}: {}", err.message());
+        assert!(
+            err.message().starts_with(&format!("{field}:")),
+            "message names {field}: {}",
+            err.message()
+        );
     }
     assert_eq!(counts(&db), before, "nothing stored after bad specs");
 
     // A bad job id is a clear error too.
-    let err = client.get_job(GetJobRequest { job_id: "x'; drop table jobs;--".into() }).await.expect_err("refused");
+    let err = client
+        .get_job(GetJobRequest {
+            job_id: "x'; drop table jobs;--".into(),
+        })
+        .await
+        .expect_err("refused");
     assert_eq!(err.code(), tonic::Code::InvalidArgument);
-    let err = client.get_job(GetJobRequest { job_id: uuid_like() }).await.expect_err("not found");
+    let err = client
+        .get_job(GetJobRequest {
+            job_id: uuid_like(),
+        })
+        .await
+        .expect_err("not found");
     assert_eq!(err.code(), tonic::Code::NotFound);
 
     // The coordinator is still up and stores a good spec whole: 2 cells x 3 repetitions.
-    let ok = client.submit_job(SubmitJobRequest { spec_toml: GOOD.to_string() }).await.expect("accepted").into_inner();
+    let ok = client
+        .submit_job(SubmitJobRequest {
+            spec_toml: GOOD.to_string(),
+        })
+        .await
+        .expect("accepted")
+        .into_inner();
     assert_eq!((ok.cells, ok.runs), (2, 6));
     let c = counts(&db);
     assert_eq!(&c[..3], &[1, 2, 6]);
-    let job = client.get_job(GetJobRequest { job_id: ok.job_id.clone() }).await.expect("job").into_inner();
-    let seq: Vec<(u32, u32)> = job.runs.iter().map(|r| (r.cell_index, r.repetition)).collect();
-    assert_eq!(seq, vec![(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)], "interleaved order is stored");
-    let results = client.query_results(QueryResultsRequest { job_id: ok.job_id }).await.expect("results").into_inner();
+    let job = client
+        .get_job(GetJobRequest {
+            job_id: ok.job_id.clone(),
+        })
+        .await
+        .expect("job")
+        .into_inner();
+    let seq: Vec<(u32, u32)> = job
+        .runs
+        .iter()
+        .map(|r| (r.cell_index, r.repetition))
+        .collect();
+    assert_eq!(
+        seq,
+        vec![(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)],
+        "interleaved order is stored"
+    );
+    let results = client
+        .query_results(QueryResultsRequest { job_id: ok.job_id })
+        .await
+        .expect("results")
+        .into_inner();
     assert_eq!(results.cells.len(), 2);
     assert!(results.cells[0].is_baseline);
     assert_eq!(results.cells[1].runs_ok, 0);

@@ -122,9 +122,8 @@ async fn one_connection<H: TaskHandler>(
     let mut inbound = client.attach(ReceiverStream::new(rx)).await?.into_inner();
     tracing::info!(coordinator = %config.coordinator, host_id = %config.hello.host_id, "attached");
 
-    let mut interval = config.heartbeat_interval;
     let hb_tx = tx.clone();
-    let (interval_tx, mut interval_rx) = tokio::sync::watch::channel(interval);
+    let (interval_tx, mut interval_rx) = tokio::sync::watch::channel(config.heartbeat_interval);
     let heartbeat = tokio::spawn(async move {
         let mut seq = 0u64;
         loop {
@@ -147,12 +146,11 @@ async fn one_connection<H: TaskHandler>(
         while let Some(msg) = inbound.next().await {
             let CoordinatorMessage { kind } = msg?;
             match kind {
-                Some(coordinator_message::Kind::Welcome(w)) => {
-                    if w.heartbeat_interval_ms > 0 {
-                        interval = Duration::from_millis(u64::from(w.heartbeat_interval_ms));
-                        let _ = interval_tx.send(interval);
-                    }
+                Some(coordinator_message::Kind::Welcome(w)) if w.heartbeat_interval_ms > 0 => {
+                    let _ =
+                        interval_tx.send(Duration::from_millis(u64::from(w.heartbeat_interval_ms)));
                 }
+                Some(coordinator_message::Kind::Welcome(_)) => {}
                 Some(coordinator_message::Kind::Task(task)) => {
                     spawn_task(task, handler.clone(), tx.clone());
                 }

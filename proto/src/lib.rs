@@ -36,7 +36,10 @@ impl ConnInfo {
 }
 
 fn quote(v: &str) -> String {
-    if !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+    if !v.is_empty()
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
         v.to_string()
     } else {
         format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))

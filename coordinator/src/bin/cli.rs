@@ -8,7 +8,11 @@ use blocklab_proto::v1::*;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "blocklab", version, about = "Run PostgreSQL page-size experiments and read their results")]
+#[command(
+    name = "blocklab",
+    version,
+    about = "Run PostgreSQL page-size experiments and read their results"
+)]
 struct Args {
     /// Coordinator address (host:port or URL).
     #[arg(long, global = true, env = "BLOCKLAB_COORDINATOR", default_value = blocklab_proto::DEFAULT_COORDINATOR)]
@@ -59,15 +63,25 @@ async fn main() -> ExitCode {
 async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let addr = args.coordinator;
     match args.command {
-        Command::Submit { spec, dry_run, watch } => {
+        Command::Submit {
+            spec,
+            dry_run,
+            watch,
+        } => {
             let (text, parsed) = cli::load_spec(&spec)?;
             if dry_run {
                 print!("{}", cli::render_plan(&parsed, &parsed.plan()));
                 return Ok(ExitCode::SUCCESS);
             }
             let mut client = cli::connect(&addr).await?;
-            let r = client.submit_job(SubmitJobRequest { spec_toml: text }).await?.into_inner();
-            println!("submitted job {} ({} cells, {} runs)", r.job_id, r.cells, r.runs);
+            let r = client
+                .submit_job(SubmitJobRequest { spec_toml: text })
+                .await?
+                .into_inner();
+            println!(
+                "submitted job {} ({} cells, {} runs)",
+                r.job_id, r.cells, r.runs
+            );
             if watch {
                 return finish_watch(&mut client, &r.job_id).await;
             }
@@ -93,7 +107,10 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Command::Results { job_id, format } => {
             let mut client = cli::connect(&addr).await?;
-            let r = client.query_results(QueryResultsRequest { job_id }).await?.into_inner();
+            let r = client
+                .query_results(QueryResultsRequest { job_id })
+                .await?
+                .into_inner();
             println!("{}", cli::render_results(&r, &format));
         }
     }
@@ -102,7 +119,12 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 async fn finish_watch(client: &mut ControlClient, job_id: &str) -> anyhow::Result<ExitCode> {
     let last = cli::watch(client, job_id, std::io::stdout()).await?;
-    let r = client.query_results(QueryResultsRequest { job_id: job_id.to_string() }).await?.into_inner();
+    let r = client
+        .query_results(QueryResultsRequest {
+            job_id: job_id.to_string(),
+        })
+        .await?
+        .into_inner();
     println!("{}", cli::render_results(&r, "table"));
     Ok(match last {
         Some(j) if j.state == "done" => ExitCode::SUCCESS,

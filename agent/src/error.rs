@@ -1,0 +1,99 @@
+//! The agent's error type. Every failure a task can hit ends up here and is turned into a
+//! `TaskError{stage, reason, log_tail}` by the handler.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// Input from a task or the configuration that we refuse (names the field/value).
+    #[error("invalid {field}: {reason}")]
+    Invalid { field: String, reason: String },
+
+    #[error("source tarball {} is not readable: {reason}", path.display())]
+    SourceMissing { path: PathBuf, reason: String },
+
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A spawned program failed or timed out.
+    #[error("{what} failed: {reason}")]
+    Process {
+        what: String,
+        reason: String,
+        log_tail: String,
+    },
+
+    /// Talking to the freshly started server failed.
+    #[error("{context}: {reason}")]
+    Postgres {
+        context: String,
+        reason: String,
+        log_tail: String,
+    },
+
+    #[error("no cluster for run {0}")]
+    UnknownRun(String),
+
+    #[error("{0}")]
+    Other(String),
+}
+
+impl AgentError {
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::Invalid {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    pub fn postgres(context: impl Into<String>, e: &tokio_postgres::Error) -> Self {
+        let reason = match e.as_db_error() {
+            Some(db) => format!("{}: {}", db.code().code(), db.message()),
+            None => match std::error::Error::source(e) {
+                Some(s) => format!("{e}: {s}"),
+                None => e.to_string(),
+            },
+        };
+        Self::Postgres {
+            context: context.into(),
+            reason,
+            log_tail: String::new(),
+        }
+    }
+
+    /// The log excerpt that explains this error, if any.
+    pub fn log_tail(&self) -> &str {
+        match self {
+            Self::Process { log_tail, .. } | Self::Postgres { log_tail, .. } => log_tail,
+            _ => "",
+        }
+    }
+
+    /// Appends another log excerpt (e.g. the server log after a failed start).
+    pub fn with_extra_log(mut self, extra: String) -> Self {
+        if extra.is_empty() {
+            return self;
+        }
+        match &mut self {
+            Self::Process { log_tail, .. } | Self::Postgres { log_tail, .. } => {
+                if !log_tail.is_empty() {
+                    log_tail.push('\n');
+                }
+                log_tail.push_str(&extra);
+                self
+            }
+            _ => self,
+        }
+    }
+}

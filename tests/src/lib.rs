@@ -12,15 +12,23 @@ use tonic::transport::Channel;
 /// Where the PostgreSQL source tarball is (set by deploy/setup.sh).
 pub fn pg_tarball() -> PathBuf {
     let p = PathBuf::from(
-        std::env::var("BLOCKLAB_PG_TARBALL").unwrap_or_else(|_| "/var/cache/blocklab/src/postgresql-15.tar.bz2".into()),
+        std::env::var("BLOCKLAB_PG_TARBALL")
+            .unwrap_or_else(|_| "/var/cache/blocklab/src/postgresql-15.tar.bz2".into()),
     );
-    assert!(p.is_file(), "PostgreSQL source tarball {} is missing: run the tests through deploy/test.sh, which fetches it", p.display());
+    assert!(
+        p.is_file(),
+        "PostgreSQL source tarball {} is missing: run the tests through deploy/test.sh, which fetches it",
+        p.display()
+    );
     p
 }
 
 /// The shared build cache, so builds are reused across tests and test runs.
 pub fn build_cache() -> PathBuf {
-    PathBuf::from(std::env::var("BLOCKLAB_BUILD_CACHE").unwrap_or_else(|_| "/var/cache/blocklab/builds".into()))
+    PathBuf::from(
+        std::env::var("BLOCKLAB_BUILD_CACHE")
+            .unwrap_or_else(|_| "/var/cache/blocklab/builds".into()),
+    )
 }
 
 /// The unprivileged OS user that runs initdb and postgres.
@@ -36,30 +44,40 @@ pub struct Lab {
     handles: Vec<tokio::task::JoinHandle<()>>,
 }
 
-fn stopped(mut rx: watch::Receiver<bool>) -> impl std::future::Future<Output = ()> + Send + 'static {
-    async move {
-        let _ = rx.wait_for(|s| *s).await;
-    }
+async fn stopped(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|s| *s).await;
 }
 
 impl Lab {
     /// Starts the three daemons and waits until both hosts are attached.
     pub async fn start() -> Self {
-        let _ = tracing_subscriber::fmt().with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into())).with_test_writer().try_init();
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()))
+            .with_test_writer()
+            .try_init();
         let dir = tempfile::tempdir().expect("tempdir");
         // The agent's run directories must be reachable by the PostgreSQL user.
-        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .expect("chmod");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let addr = format!("http://{}", listener.local_addr().expect("addr"));
         let (stop, stop_rx) = watch::channel(false);
         let mut handles = Vec::new();
 
-        let mut config = blocklab_coordinator::CoordinatorConfig::new(dir.path().join("catalog.db"));
+        let mut config =
+            blocklab_coordinator::CoordinatorConfig::new(dir.path().join("catalog.db"));
         config.heartbeat_interval = Duration::from_millis(500);
         config.heartbeat_timeout = Duration::from_secs(5);
         let rx = stop_rx.clone();
         handles.push(tokio::spawn(async move {
-            blocklab_coordinator::serve(config, listener, stopped(rx)).await.expect("coordinator");
+            blocklab_coordinator::serve(config, listener, stopped(rx))
+                .await
+                .expect("coordinator");
         }));
 
         let mut agent = blocklab_agent::AgentConfig::default_for(&addr);
@@ -71,7 +89,9 @@ impl Lab {
         agent.pg_user = Some(pg_user());
         let rx = stop_rx.clone();
         handles.push(tokio::spawn(async move {
-            blocklab_agent::serve(agent, stopped(rx)).await.expect("agent");
+            blocklab_agent::serve(agent, stopped(rx))
+                .await
+                .expect("agent");
         }));
 
         let mut worker = blocklab_worker::WorkerConfig::default_for(&addr);
@@ -79,14 +99,26 @@ impl Lab {
         worker.advertise_addr = "127.0.0.1".into();
         let rx = stop_rx.clone();
         handles.push(tokio::spawn(async move {
-            blocklab_worker::serve(worker, stopped(rx)).await.expect("worker");
+            blocklab_worker::serve(worker, stopped(rx))
+                .await
+                .expect("worker");
         }));
 
-        let lab = Self { dir, addr, stop, handles };
+        let lab = Self {
+            dir,
+            addr,
+            stop,
+            handles,
+        };
         let mut client = lab.client().await;
         wait_until(Duration::from_secs(30), "agent and worker attach", || {
             let mut c = client.clone();
-            async move { c.list_hosts(ListHostsRequest {}).await.map(|r| r.into_inner().hosts.iter().filter(|h| h.up).count() == 2).unwrap_or(false) }
+            async move {
+                c.list_hosts(ListHostsRequest {})
+                    .await
+                    .map(|r| r.into_inner().hosts.iter().filter(|h| h.up).count() == 2)
+                    .unwrap_or(false)
+            }
         })
         .await;
         let _ = client.list_jobs(ListJobsRequest {}).await;
@@ -95,10 +127,10 @@ impl Lab {
 
     pub async fn client(&self) -> ControlClient<Channel> {
         for _ in 0..100 {
-            if let Ok(mut c) = ControlClient::connect(self.addr.clone()).await {
-                if c.list_jobs(ListJobsRequest {}).await.is_ok() {
-                    return c;
-                }
+            if let Ok(mut c) = ControlClient::connect(self.addr.clone()).await
+                && c.list_jobs(ListJobsRequest {}).await.is_ok()
+            {
+                return c;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

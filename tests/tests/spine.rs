@@ -34,13 +34,30 @@ protocol = "prepared"
     )
 }
 
-async fn run_job(client: &mut blocklab_proto::v1::control_client::ControlClient<tonic::transport::Channel>, name: &str) -> String {
-    let submitted = client.submit_job(SubmitJobRequest { spec_toml: spec(name) }).await.expect("submit").into_inner();
+async fn run_job(
+    client: &mut blocklab_proto::v1::control_client::ControlClient<tonic::transport::Channel>,
+    name: &str,
+) -> String {
+    let submitted = client
+        .submit_job(SubmitJobRequest {
+            spec_toml: spec(name),
+        })
+        .await
+        .expect("submit")
+        .into_inner();
     assert_eq!((submitted.cells, submitted.runs), (2, 2));
     let mut out = Vec::new();
-    let last = blocklab_coordinator::cli::watch(client, &submitted.job_id, &mut out).await.expect("watch");
+    let last = blocklab_coordinator::cli::watch(client, &submitted.job_id, &mut out)
+        .await
+        .expect("watch");
     let log = String::from_utf8_lossy(&out).to_string();
-    let job = client.get_job(GetJobRequest { job_id: submitted.job_id.clone() }).await.expect("job").into_inner();
+    let job = client
+        .get_job(GetJobRequest {
+            job_id: submitted.job_id.clone(),
+        })
+        .await
+        .expect("job")
+        .into_inner();
     assert_eq!(
         last.map(|j| j.state),
         Some("done".to_string()),
@@ -56,7 +73,10 @@ fn marker_mtimes() -> Vec<(String, SystemTime)> {
         .filter_map(Result::ok)
         .filter_map(|e| {
             let m = e.path().join(".blocklab-complete");
-            std::fs::metadata(&m).ok().and_then(|md| md.modified().ok()).map(|t| (e.file_name().to_string_lossy().to_string(), t))
+            std::fs::metadata(&m)
+                .ok()
+                .and_then(|md| md.modified().ok())
+                .map(|t| (e.file_name().to_string_lossy().to_string(), t))
         })
         .collect();
     v.sort();
@@ -69,19 +89,46 @@ async fn eight_k_versus_sixteen_k_end_to_end_with_cached_rebuild() {
     let mut client = lab.client().await;
 
     // Host facts arrived with the agent's hello.
-    let hosts = client.list_hosts(ListHostsRequest {}).await.expect("hosts").into_inner().hosts;
-    let agent = hosts.iter().find(|h| h.role == "agent").expect("agent listed");
+    let hosts = client
+        .list_hosts(ListHostsRequest {})
+        .await
+        .expect("hosts")
+        .into_inner()
+        .hosts;
+    let agent = hosts
+        .iter()
+        .find(|h| h.role == "agent")
+        .expect("agent listed");
     let facts: serde_json::Value = serde_json::from_str(&agent.facts_json).expect("facts are JSON");
     for key in ["cpu_model", "memory_bytes", "kernel", "os_name"] {
-        assert!(!facts[key].is_null(), "facts lack {key}: {}", agent.facts_json);
+        assert!(
+            !facts[key].is_null(),
+            "facts lack {key}: {}",
+            agent.facts_json
+        );
     }
 
-    let first = tokio::time::timeout(Duration::from_secs(30 * 60), run_job(&mut client, "e2e-first")).await.expect("first job in time");
+    let first = tokio::time::timeout(
+        Duration::from_secs(30 * 60),
+        run_job(&mut client, "e2e-first"),
+    )
+    .await
+    .expect("first job in time");
 
     // Proven block sizes and tps, per cell.
-    let results = client.query_results(QueryResultsRequest { job_id: first.clone() }).await.expect("results").into_inner();
+    let results = client
+        .query_results(QueryResultsRequest {
+            job_id: first.clone(),
+        })
+        .await
+        .expect("results")
+        .into_inner();
     assert_eq!(results.cells.len(), 2);
-    let proven: Vec<(u32, u32)> = results.cells.iter().map(|c| (c.proven_block_size, c.proven_wal_block_size)).collect();
+    let proven: Vec<(u32, u32)> = results
+        .cells
+        .iter()
+        .map(|c| (c.proven_block_size, c.proven_wal_block_size))
+        .collect();
     assert_eq!(proven, vec![(8192, 8192), (16384, 8192)]);
     for c in &results.cells {
         assert_eq!(c.runs_ok, 1, "{c:?}");
@@ -91,7 +138,12 @@ async fn eight_k_versus_sixteen_k_end_to_end_with_cached_rebuild() {
     assert!(results.cells[1].pct_change_vs_baseline.is_some());
 
     // The catalog rows, read straight from the SQLite file.
-    let db = sqlx::SqlitePool::connect(&format!("sqlite://{}?mode=ro", lab.catalog_path().display())).await.expect("open catalog");
+    let db = sqlx::SqlitePool::connect(&format!(
+        "sqlite://{}?mode=ro",
+        lab.catalog_path().display()
+    ))
+    .await
+    .expect("open catalog");
     let rows = sqlx::query("SELECT block_size_kb, block_size, wal_block_size, tps, transactions, failures, latency_p50_ms, latency_p99_ms, latency_max_ms, server_version FROM results_v WHERE job_id = ? ORDER BY cell_index")
         .bind(&first)
         .fetch_all(&db)
@@ -104,7 +156,11 @@ async fn eight_k_versus_sixteen_k_end_to_end_with_cached_rebuild() {
         assert_eq!(row.get::<i64, _>("wal_block_size"), 8192);
         assert!(row.get::<i64, _>("transactions") > 0);
         assert_eq!(row.get::<i64, _>("failures"), 0);
-        let (p50, p99, max): (f64, f64, f64) = (row.get("latency_p50_ms"), row.get("latency_p99_ms"), row.get("latency_max_ms"));
+        let (p50, p99, max): (f64, f64, f64) = (
+            row.get("latency_p50_ms"),
+            row.get("latency_p99_ms"),
+            row.get("latency_max_ms"),
+        );
         assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{p50} {p99} {max}");
         assert!(row.get::<String, _>("server_version").starts_with("15."));
     }
@@ -114,41 +170,56 @@ async fn eight_k_versus_sixteen_k_end_to_end_with_cached_rebuild() {
         .await
         .expect("settings");
     assert_eq!(settings, 2, "effective shared_buffers stored per run");
-    let samples: i64 = sqlx::query_scalar("SELECT count(*) FROM run_samples s JOIN runs r USING (run_id) WHERE r.job_id = ?")
-        .bind(&first)
-        .fetch_one(&db)
-        .await
-        .expect("samples");
+    let samples: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM run_samples s JOIN runs r USING (run_id) WHERE r.job_id = ?",
+    )
+    .bind(&first)
+    .fetch_one(&db)
+    .await
+    .expect("samples");
     assert!(samples >= 4, "per-second samples stored: {samples}");
 
     // Clusters were stopped and removed after each run.
     let runs_dir = lab.dir.path().join("agent").join("runs");
-    let left: Vec<_> = std::fs::read_dir(&runs_dir).map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect()).unwrap_or_default();
+    let left: Vec<_> = std::fs::read_dir(&runs_dir)
+        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
     assert!(left.is_empty(), "run directories left behind: {left:?}");
 
     // A second job with the same builds reuses them: reported reused, markers untouched.
     let markers = marker_mtimes();
-    let second = tokio::time::timeout(Duration::from_secs(10 * 60), run_job(&mut client, "e2e-second")).await.expect("second job in time");
-    let builds = sqlx::query("SELECT build_key, reused FROM builds WHERE job_id = ? ORDER BY block_size_kb")
-        .bind(&second)
-        .fetch_all(&db)
-        .await
-        .expect("builds");
+    let second = tokio::time::timeout(
+        Duration::from_secs(10 * 60),
+        run_job(&mut client, "e2e-second"),
+    )
+    .await
+    .expect("second job in time");
+    let builds =
+        sqlx::query("SELECT build_key, reused FROM builds WHERE job_id = ? ORDER BY block_size_kb")
+            .bind(&second)
+            .fetch_all(&db)
+            .await
+            .expect("builds");
     assert_eq!(builds.len(), 2);
-    assert!(builds.iter().all(|b| b.get::<bool, _>("reused")), "second job reused both builds");
-    let first_keys: Vec<String> = sqlx::query_scalar("SELECT build_key FROM builds WHERE job_id = ? ORDER BY block_size_kb")
-        .bind(&first)
-        .fetch_all(&db)
-        .await
-        .expect("keys");
+    assert!(
+        builds.iter().all(|b| b.get::<bool, _>("reused")),
+        "second job reused both builds"
+    );
+    let first_keys: Vec<String> =
+        sqlx::query_scalar("SELECT build_key FROM builds WHERE job_id = ? ORDER BY block_size_kb")
+            .bind(&first)
+            .fetch_all(&db)
+            .await
+            .expect("keys");
     let second_keys: Vec<String> = builds.iter().map(|b| b.get("build_key")).collect();
     assert_eq!(first_keys, second_keys, "same cache keys");
     assert_eq!(marker_mtimes(), markers, "no build was redone");
-    let reused_runs: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE job_id = ? AND build_reused = 1")
-        .bind(&second)
-        .fetch_one(&db)
-        .await
-        .expect("runs");
+    let reused_runs: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM runs WHERE job_id = ? AND build_reused = 1")
+            .bind(&second)
+            .fetch_one(&db)
+            .await
+            .expect("runs");
     assert_eq!(reused_runs, 2);
     lab.shutdown().await;
 }

@@ -1,0 +1,172 @@
+//! The worker daemon: a fleet session whose tasks are data loads and load runs.
+
+use std::future::Future;
+use std::net::{ToSocketAddrs, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use blocklab_proto::fleet::{ProgressSink, SessionConfig, TaskHandler, run_session, task_error};
+use blocklab_proto::{Hello, Role, Task, task, task_result};
+
+use crate::error::WorkerError;
+use crate::facts;
+use crate::init::init_data;
+use crate::load::run_load_observed;
+use crate::report::LoadOptions;
+
+/// How the daemon dials and identifies itself.
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    pub coordinator: String,
+    pub host_id: String,
+    pub labels: Vec<String>,
+    /// The address this host's connections to PostgreSQL come from.
+    pub advertise_addr: String,
+    pub heartbeat_interval: Duration,
+}
+
+impl WorkerConfig {
+    /// Host id from the hostname; advertised address = the local address used to reach
+    /// the coordinator.
+    pub fn default_for(coordinator: &str) -> Self {
+        WorkerConfig {
+            coordinator: coordinator.to_string(),
+            host_id: facts::hostname(),
+            labels: Vec::new(),
+            advertise_addr: local_addr_towards(coordinator)
+                .unwrap_or_else(|| "127.0.0.1".to_string()),
+            heartbeat_interval: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The local IP the kernel would use to reach `url`'s host (no packet is sent).
+fn local_addr_towards(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next()?;
+    let with_port = if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        authority.to_string()
+    } else {
+        format!("{authority}:80")
+    };
+    let remote = with_port.to_socket_addrs().ok()?.next()?;
+    let bind = if remote.is_ipv4() {
+        "0.0.0.0:0"
+    } else {
+        "[::]:0"
+    };
+    let sock = UdpSocket::bind(bind).ok()?;
+    sock.connect(remote).ok()?;
+    Some(sock.local_addr().ok()?.ip().to_string())
+}
+
+/// Runs the worker until `shutdown` resolves.
+pub async fn serve(
+    config: WorkerConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), WorkerError> {
+    if config.coordinator.trim().is_empty() {
+        return Err(WorkerError::InvalidArgument(
+            "coordinator address is empty".into(),
+        ));
+    }
+    if config.host_id.trim().is_empty() {
+        return Err(WorkerError::InvalidArgument("host id is empty".into()));
+    }
+    let hello = Hello {
+        host_id: config.host_id.clone(),
+        role: Role::Worker as i32,
+        labels: config.labels.clone(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        address: config.advertise_addr.clone(),
+        facts_json: facts::facts_json(),
+    };
+    tracing::info!(coordinator = %config.coordinator, host_id = %config.host_id, address = %config.advertise_addr, "worker starting");
+    let session = SessionConfig {
+        coordinator: config.coordinator,
+        hello,
+        heartbeat_interval: config.heartbeat_interval,
+        max_backoff: Duration::from_secs(10),
+    };
+    run_session(session, Arc::new(WorkerHandler::default()), shutdown).await;
+    Ok(())
+}
+
+/// Runs one task at a time: a worker's measurements must not overlap.
+#[derive(Default)]
+pub struct WorkerHandler {
+    busy: tokio::sync::Mutex<()>,
+    stop: Arc<AtomicBool>,
+}
+
+impl TaskHandler for WorkerHandler {
+    async fn handle(&self, task: Task, progress: ProgressSink) -> task_result::Outcome {
+        let _one_at_a_time = self.busy.lock().await;
+        match task.kind {
+            Some(task::Kind::InitData(t)) => {
+                progress
+                    .stage("loading-data", &format!("pgbench -i -s {}", t.scale))
+                    .await;
+                let Some(conn) = t.conninfo else {
+                    return task_error("loading-data", "init-data task without conninfo", "");
+                };
+                match init_data(&conn, t.scale).await {
+                    Ok(r) => task_result::Outcome::InitData(r),
+                    Err(e) => task_error("loading-data", e.to_string(), ""),
+                }
+            }
+            Some(task::Kind::RunLoad(t)) => {
+                let opts = match LoadOptions::from_task(&t) {
+                    Ok(o) => o,
+                    Err(e) => return task_error("measuring", e.to_string(), ""),
+                };
+                self.stop.store(false, Ordering::Relaxed);
+                match run_load_observed(&opts, &progress, self.stop.clone()).await {
+                    Ok(r) if r.transactions == 0 => task_error(
+                        "measuring",
+                        format!(
+                            "no transaction succeeded ({} failed): {}",
+                            r.failures,
+                            r.first_error.as_deref().unwrap_or("no error recorded")
+                        ),
+                        "",
+                    ),
+                    Ok(r) => task_result::Outcome::RunLoad(r.to_proto()),
+                    Err(e) => task_error("measuring", e.to_string(), ""),
+                }
+            }
+            _ => task_error(
+                "worker",
+                "a worker only runs init-data and run-load tasks",
+                "",
+            ),
+        }
+    }
+
+    async fn on_shutdown(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_config_advertises_loopback_for_local_coordinator() {
+        let c = WorkerConfig::default_for("http://127.0.0.1:7400");
+        assert_eq!(c.advertise_addr, "127.0.0.1");
+        assert!(!c.host_id.is_empty());
+    }
+
+    #[tokio::test]
+    async fn unsupported_task_is_an_error() {
+        let h = WorkerHandler::default();
+        let out = h.handle(Task::default(), ProgressSink::detached()).await;
+        assert!(matches!(out, task_result::Outcome::Error(e) if e.stage == "worker"));
+    }
+}

@@ -1,0 +1,246 @@
+//! Per-client measurements, their merge, and the arithmetic of the final report.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use serde::Serialize;
+
+/// Transactions, latency and failures observed in one second of the measured window.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SecondAcc {
+    pub transactions: u64,
+    pub latency_sum_us: f64,
+    pub failures: u64,
+}
+
+/// What one client (or, merged, a thread or the whole run) measured.
+#[derive(Clone, Debug)]
+pub struct ClientStats {
+    /// Latency of successful transactions, microseconds.
+    pub histogram: Histogram<u64>,
+    pub transactions: u64,
+    pub failures: u64,
+    pub sum_us: f64,
+    pub sumsq_us: f64,
+    pub seconds: Vec<SecondAcc>,
+    pub first_error: Option<String>,
+}
+
+impl ClientStats {
+    pub fn new(window_seconds: usize) -> Self {
+        ClientStats {
+            histogram: new_histogram(),
+            transactions: 0,
+            failures: 0,
+            sum_us: 0.0,
+            sumsq_us: 0.0,
+            seconds: vec![SecondAcc::default(); window_seconds.max(1)],
+            first_error: None,
+        }
+    }
+
+    fn bucket(&mut self, second: usize) -> &mut SecondAcc {
+        let last = self.seconds.len() - 1;
+        &mut self.seconds[second.min(last)]
+    }
+
+    /// A successful transaction ending in `second` of the window.
+    pub fn record(&mut self, second: usize, latency: Duration) {
+        let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        if self.histogram.record(us).is_err() {
+            self.histogram.saturating_record(us);
+        }
+        self.transactions += 1;
+        let f = us as f64;
+        self.sum_us += f;
+        self.sumsq_us += f * f;
+        let b = self.bucket(second);
+        b.transactions += 1;
+        b.latency_sum_us += f;
+    }
+
+    pub fn record_failure(&mut self, second: usize, error: impl FnOnce() -> String) {
+        self.failures += 1;
+        self.bucket(second).failures += 1;
+        if self.first_error.is_none() {
+            self.first_error = Some(error());
+        }
+    }
+
+    pub fn merge(&mut self, other: &ClientStats) {
+        self.histogram
+            .add(&other.histogram)
+            .expect("auto-resizing histograms always merge");
+        self.transactions += other.transactions;
+        self.failures += other.failures;
+        self.sum_us += other.sum_us;
+        self.sumsq_us += other.sumsq_us;
+        if self.seconds.len() < other.seconds.len() {
+            self.seconds
+                .resize(other.seconds.len(), SecondAcc::default());
+        }
+        for (a, b) in self.seconds.iter_mut().zip(&other.seconds) {
+            a.transactions += b.transactions;
+            a.latency_sum_us += b.latency_sum_us;
+            a.failures += b.failures;
+        }
+        if self.first_error.is_none() {
+            self.first_error.clone_from(&other.first_error);
+        }
+    }
+
+    /// Mean and standard deviation of latency in ms (pgbench: sqrt(E[x^2] - E[x]^2)).
+    pub fn latency_avg_stddev_ms(&self) -> (f64, f64) {
+        if self.transactions == 0 {
+            return (0.0, 0.0);
+        }
+        let n = self.transactions as f64;
+        let avg = self.sum_us / n;
+        let var = (self.sumsq_us / n - avg * avg).max(0.0);
+        (avg / 1000.0, var.sqrt() / 1000.0)
+    }
+
+    pub fn samples(&self) -> Vec<Sample> {
+        self.seconds
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Sample {
+                second: u32::try_from(i).unwrap_or(u32::MAX),
+                transactions: s.transactions,
+                latency_avg_ms: if s.transactions == 0 {
+                    0.0
+                } else {
+                    s.latency_sum_us / s.transactions as f64 / 1000.0
+                },
+                failures: s.failures,
+            })
+            .collect()
+    }
+}
+
+/// One per-second sample of the measured window.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Sample {
+    pub second: u32,
+    pub transactions: u64,
+    pub latency_avg_ms: f64,
+    pub failures: u64,
+}
+
+/// An auto-resizing histogram of microseconds with 3 significant digits.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new(3).expect("3 significant digits is valid")
+}
+
+/// The latency at quantile `q` (0..=1) in milliseconds; 0 for an empty histogram.
+pub fn quantile_ms(h: &Histogram<u64>, q: f64) -> f64 {
+    if h.is_empty() {
+        0.0
+    } else {
+        h.value_at_quantile(q) as f64 / 1000.0
+    }
+}
+
+/// Transactions per second of the measured window.
+pub fn tps_excluding_connections(transactions: u64, measured_s: f64) -> f64 {
+    if measured_s <= 0.0 {
+        0.0
+    } else {
+        transactions as f64 / measured_s
+    }
+}
+
+/// Transactions per second charging each client its average connection time, as pgbench
+/// did before 14: `n / (measured + total connection time / clients)`.
+pub fn tps_including_connections(
+    transactions: u64,
+    measured_s: f64,
+    conn_total_s: f64,
+    clients: u32,
+) -> f64 {
+    let spread = if clients == 0 {
+        0.0
+    } else {
+        conn_total_s / f64::from(clients)
+    };
+    tps_excluding_connections(transactions, measured_s + spread)
+}
+
+/// V2 deflate serialization, the form `RunLoadResult.latency_histogram` carries.
+pub fn serialize_histogram(h: &Histogram<u64>) -> Vec<u8> {
+    let mut out = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(h, &mut out)
+        .expect("serializing into memory");
+    out
+}
+
+pub fn deserialize_histogram(bytes: &[u8]) -> Result<Histogram<u64>, String> {
+    Deserializer::new()
+        .deserialize(&mut std::io::Cursor::new(bytes))
+        .map_err(|e| format!("invalid latency histogram: {e:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tps_arithmetic() {
+        assert_eq!(tps_excluding_connections(1000, 2.0), 500.0);
+        assert_eq!(tps_excluding_connections(1000, 0.0), 0.0);
+        // 4 clients took 2 s to connect in total: each is charged 0.5 s.
+        assert_eq!(tps_including_connections(1000, 1.5, 2.0, 4), 500.0);
+        assert!(
+            tps_including_connections(1000, 2.0, 0.4, 4) < tps_excluding_connections(1000, 2.0)
+        );
+    }
+
+    #[test]
+    fn percentiles_avg_and_stddev() {
+        let mut s = ClientStats::new(2);
+        for us in 1..=1000u64 {
+            s.record(0, Duration::from_micros(us * 10));
+        }
+        assert_eq!(s.transactions, 1000);
+        let p50 = quantile_ms(&s.histogram, 0.5);
+        let p99 = quantile_ms(&s.histogram, 0.99);
+        assert!((p50 - 5.0).abs() < 0.01, "p50 {p50}");
+        assert!((p99 - 9.9).abs() < 0.01, "p99 {p99}");
+        let (avg, sd) = s.latency_avg_stddev_ms();
+        assert!((avg - 5.005).abs() < 1e-9, "avg {avg}");
+        // population stddev of 10..=10000 step 10 us is 2886.75 us
+        assert!((sd - 2.88675).abs() < 1e-4, "stddev {sd}");
+        assert_eq!(quantile_ms(&new_histogram(), 0.5), 0.0);
+    }
+
+    #[test]
+    fn merge_and_round_trip() {
+        let mut a = ClientStats::new(3);
+        let mut b = ClientStats::new(3);
+        a.record(0, Duration::from_micros(100));
+        a.record(5, Duration::from_micros(300)); // past the window: folded into the last second
+        b.record(1, Duration::from_micros(200));
+        b.record_failure(1, || "boom".into());
+        b.record_failure(1, || "second".into());
+        a.merge(&b);
+        assert_eq!(a.transactions, 3);
+        assert_eq!(a.failures, 2);
+        assert_eq!(a.first_error.as_deref(), Some("boom"));
+        assert_eq!(a.histogram.len(), 3);
+        let samples = a.samples();
+        assert_eq!(
+            samples.iter().map(|s| s.transactions).collect::<Vec<_>>(),
+            [1, 1, 1]
+        );
+        assert_eq!(samples[1].failures, 2);
+        assert_eq!(samples[2].latency_avg_ms, 0.3);
+
+        let bytes = serialize_histogram(&a.histogram);
+        let back = deserialize_histogram(&bytes).unwrap();
+        assert_eq!(back, a.histogram);
+        assert_eq!(back.max(), a.histogram.max());
+        assert!(deserialize_histogram(b"not a histogram").is_err());
+    }
+}

@@ -267,6 +267,7 @@ fn result_from(m: &Marker, prefix: &Path, reused: bool) -> BuildResult {
         build_seconds: m.build_seconds,
         pg_version: m.pg_version.clone(),
         install_dir: prefix.display().to_string(),
+        ..Default::default()
     }
 }
 

@@ -206,6 +206,7 @@ impl AgentHandler {
             wal_block_size: started.wal_block_size,
             effective_settings: started.effective_settings,
             data_dir,
+            ..Default::default()
         })
     }
 
@@ -327,6 +328,9 @@ fn kind_name(k: &task::Kind) -> &'static str {
         task::Kind::StopServer(_) => "stop_server",
         task::Kind::InitData(_) => "init_data",
         task::Kind::RunLoad(_) => "run_load",
+        task::Kind::SnapshotStats(_) => "snapshot_stats",
+        task::Kind::RunProbe(_) => "run_probe",
+        task::Kind::ListBuilds(_) => "list_builds",
     }
 }
 

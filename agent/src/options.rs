@@ -203,10 +203,12 @@ mod tests {
         BuildOptions {
             source: Some(SourceSpec {
                 tarball: "/src/postgresql-15.18.tar.bz2".into(),
+                ..Default::default()
             }),
             block_size_kb: b,
             wal_block_size_kb: w,
             configure_flags: flags.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
         }
     }
 

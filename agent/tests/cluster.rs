@@ -49,10 +49,12 @@ fn options(flags: &[&str]) -> BuildOptions {
     BuildOptions {
         source: Some(SourceSpec {
             tarball: tarball().display().to_string(),
+            ..Default::default()
         }),
         block_size_kb: 8,
         wal_block_size_kb: 8,
         configure_flags: flags.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
     }
 }
 
@@ -111,6 +113,7 @@ async fn builds_starts_proves_block_size_and_stops() {
             },
         ],
         allowed_client_addresses: vec!["127.0.0.1".into(), "10.99.0.2".into()],
+        ..Default::default()
     };
     let prepared = handler
         .prepare_server("run-1", &task, &progress)
@@ -285,6 +288,7 @@ async fn missing_tarball_error_names_the_path() {
     let mut opts = options(&[]);
     opts.source = Some(SourceSpec {
         tarball: missing.display().to_string(),
+        ..Default::default()
     });
     let err = handler.ensure_build(&opts, None).await.unwrap_err();
     assert!(
@@ -310,6 +314,7 @@ async fn bad_settings_fail_in_starting_before_any_build() {
                 value: "4MB".into(),
             }],
             allowed_client_addresses: vec![addr.into()],
+            ..Default::default()
         };
         let f = handler
             .prepare_server("run-x", &task, &ProgressSink::detached())
@@ -333,6 +338,7 @@ async fn server_that_cannot_start_reports_postgres_log_and_cleans_up() {
             value: "banana".into(),
         }],
         allowed_client_addresses: vec![],
+        ..Default::default()
     };
     let f = handler
         .prepare_server("run-bad", &task, &ProgressSink::detached())
@@ -354,6 +360,7 @@ async fn a_fresh_agent_stops_a_cluster_it_did_not_start() {
         build: Some(options(&["--without-icu"])),
         settings: vec![],
         allowed_client_addresses: vec![],
+        ..Default::default()
     };
     let prepared = first
         .prepare_server("orphan", &task, &ProgressSink::detached())

@@ -51,10 +51,12 @@ impl Fleet for FakeCoordinator {
             let bad = BuildOptions {
                 source: Some(SourceSpec {
                     tarball: "/nonexistent/postgresql-15.18.tar.bz2".into(),
+                    ..Default::default()
                 }),
                 block_size_kb: 8,
                 wal_block_size_kb: 8,
                 configure_flags: vec!["--prefix=/etc".into()],
+                ..Default::default()
             };
             let _ = tx
                 .send(Ok(task(

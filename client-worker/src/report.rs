@@ -205,6 +205,7 @@ impl LoadReport {
                 .collect(),
             latency_histogram: stats::serialize_histogram(&self.histogram),
             latency_p999_ms: self.latency_p999_ms,
+            ..Default::default()
         }
     }
 

@@ -241,6 +241,7 @@ async fn load_runs_under_every_protocol() {
             warmup_ms: 200,
             protocol: "prepared".into(),
             scale: 0,
+            ..Default::default()
         })),
     };
     match WorkerHandler::default()

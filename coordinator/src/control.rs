@@ -208,6 +208,34 @@ impl Control for ControlService {
         Ok(Response::new(ListHostsResponse { hosts }))
     }
 
+    async fn list_builds(
+        &self,
+        _: Request<ListBuildsRequest>,
+    ) -> Result<Response<ListBuildsResponse>, Status> {
+        let mut builds = Vec::new();
+        for host in self.scheduler.registry.up() {
+            if host.role != Role::Agent {
+                continue;
+            }
+            let kind = task::Kind::ListBuilds(ListBuildsTask {});
+            match host.call("", 0, kind, Duration::from_secs(30)).await {
+                Ok(task_result::Outcome::ListBuilds(r)) => {
+                    builds.extend(r.builds.into_iter().map(|b| AgentBuild {
+                        host_id: host.host_id.clone(),
+                        build: Some(b),
+                    }));
+                }
+                Ok(other) => {
+                    tracing::warn!(host_id = %host.host_id, outcome = ?other, "agent could not list builds")
+                }
+                Err(e) => {
+                    tracing::warn!(host_id = %host.host_id, error = %e, "agent could not list builds")
+                }
+            }
+        }
+        Ok(Response::new(ListBuildsResponse { builds }))
+    }
+
     async fn query_results(
         &self,
         request: Request<QueryResultsRequest>,
@@ -246,6 +274,7 @@ impl Control for ControlService {
                     latency_avg_ms_mean: 0.0,
                     is_baseline: c.is_baseline,
                     pct_change_vs_baseline: None,
+                    ..Default::default()
                 }
             })
             .collect();

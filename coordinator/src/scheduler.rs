@@ -332,6 +332,7 @@ impl Scheduler {
             )),
             settings,
             allowed_client_addresses: vec![worker.address.clone()],
+            ..Default::default()
         };
         let server = match agent
             .call(
@@ -426,6 +427,7 @@ impl Scheduler {
             warmup_ms: u64::try_from(w.warmup.as_millis()).unwrap_or(u64::MAX),
             protocol: w.protocol.clone(),
             scale: w.scale,
+            ..Default::default()
         };
         let timeout = w.duration + w.warmup + Duration::from_secs(600);
         let result = match worker
@@ -452,10 +454,12 @@ fn build_options(spec: &Spec, bs: u32, wal: u32) -> BuildOptions {
     BuildOptions {
         source: Some(SourceSpec {
             tarball: spec.tarball.clone(),
+            ..Default::default()
         }),
         block_size_kb: bs,
         wal_block_size_kb: wal,
         configure_flags: spec.configure.clone(),
+        ..Default::default()
     }
 }
 

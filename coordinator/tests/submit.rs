@@ -155,7 +155,10 @@ async fn bad_specs_are_refused_and_nothing_is_stored() {
         "interleaved order is stored"
     );
     let results = client
-        .query_results(QueryResultsRequest { job_id: ok.job_id })
+        .query_results(QueryResultsRequest {
+            job_id: ok.job_id,
+            ..Default::default()
+        })
         .await
         .expect("results")
         .into_inner();

@@ -25,6 +25,12 @@ pub trait TaskHandler: Send + Sync + 'static {
         progress: ProgressSink,
     ) -> impl Future<Output = task_result::Outcome> + Send;
 
+    /// The coordinator's go for a task assigned with `wait_for_go` (distributed load).
+    fn on_go(&self, _go: crate::v1::Go) {}
+
+    /// The coordinator cancelled a task: stop its work promptly.
+    fn on_cancel(&self, _cancel: crate::v1::CancelTask) {}
+
     /// Called once when the daemon shuts down: stop servers, abort load.
     fn on_shutdown(&self) -> impl Future<Output = ()> + Send {
         async {}
@@ -156,6 +162,11 @@ async fn one_connection<H: TaskHandler>(
                 }
                 Some(coordinator_message::Kind::Cancel(c)) => {
                     tracing::info!(task_id = %c.task_id, run_id = %c.run_id, "cancel requested");
+                    handler.on_cancel(c);
+                }
+                Some(coordinator_message::Kind::Go(g)) => {
+                    tracing::debug!(task_id = %g.task_id, run_id = %g.run_id, "go");
+                    handler.on_go(g);
                 }
                 None => {}
             }

@@ -119,6 +119,7 @@ async fn eight_k_versus_sixteen_k_end_to_end_with_cached_rebuild() {
     let results = client
         .query_results(QueryResultsRequest {
             job_id: first.clone(),
+            ..Default::default()
         })
         .await
         .expect("results")

@@ -108,7 +108,10 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Results { job_id, format } => {
             let mut client = cli::connect(&addr).await?;
             let r = client
-                .query_results(QueryResultsRequest { job_id })
+                .query_results(QueryResultsRequest {
+                    job_id,
+                    ..Default::default()
+                })
                 .await?
                 .into_inner();
             println!("{}", cli::render_results(&r, &format));
@@ -122,6 +125,7 @@ async fn finish_watch(client: &mut ControlClient, job_id: &str) -> anyhow::Resul
     let r = client
         .query_results(QueryResultsRequest {
             job_id: job_id.to_string(),
+            ..Default::default()
         })
         .await?
         .into_inner();

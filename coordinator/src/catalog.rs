@@ -141,23 +141,25 @@ impl Catalog {
     ) -> Result<String, CatalogError> {
         let job_id = uuid::Uuid::new_v4().to_string();
         let mut tx = self.write().await?;
-        sqlx::query("INSERT INTO jobs (job_id, name, spec_toml, state, run_order, created_at) VALUES (?, ?, ?, 'queued', ?, ?)")
+        sqlx::query("INSERT INTO jobs (job_id, name, spec_toml, state, run_order, seed, created_at) VALUES (?, ?, ?, 'queued', ?, ?, ?)")
             .bind(&job_id)
             .bind(&spec.name)
             .bind(spec_text)
             .bind(spec.order.to_string())
+            .bind(spec.order.seed().map(|s| s as i64))
             .bind(now())
             .execute(&mut *tx)
             .await?;
         for c in &plan.cells {
-            sqlx::query("INSERT INTO cells (job_id, cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline) VALUES (?, ?, ?, ?, ?, ?, ?)")
+            sqlx::query("INSERT INTO cells (job_id, cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline, dims_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
                 .bind(&job_id)
                 .bind(c.index)
-                .bind(c.label())
+                .bind(c.label_in(spec))
                 .bind(c.block_size_kb)
                 .bind(c.wal_block_size_kb)
                 .bind(c.clients)
                 .bind(c.is_baseline)
+                .bind(c.dims_json())
                 .execute(&mut *tx)
                 .await?;
         }
@@ -378,9 +380,28 @@ impl Catalog {
         attempt: u32,
         r: &blocklab_proto::RunLoadResult,
     ) -> Result<bool, CatalogError> {
+        let outcome = RunOutcome {
+            result: r.clone(),
+            ..RunOutcome::default()
+        };
+        self.finish_run_with(run_id, attempt, &outcome).await
+    }
+
+    /// Writes a run's merged result, each worker's share, the server-statistics deltas and
+    /// the suspect reasons, and marks the run done, all in one transaction. Returns false
+    /// (and writes nothing) if the attempt is no longer current.
+    pub async fn finish_run_with(
+        &self,
+        run_id: &str,
+        attempt: u32,
+        o: &RunOutcome,
+    ) -> Result<bool, CatalogError> {
         let mut tx = self.write().await?;
-        let n = sqlx::query("UPDATE runs SET state = 'done', stage = 'done', finished_at = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
+        let suspect = (!o.suspect.is_empty())
+            .then(|| serde_json::to_string(&o.suspect).unwrap_or_else(|_| "[]".into()));
+        let n = sqlx::query("UPDATE runs SET state = 'done', stage = 'done', finished_at = ?, suspect_json = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
             .bind(now())
+            .bind(suspect)
             .bind(run_id)
             .bind(attempt)
             .execute(&mut *tx)
@@ -390,7 +411,33 @@ impl Catalog {
             tx.rollback().await?;
             return Ok(false);
         }
-        insert_result(&mut tx, run_id, r).await?;
+        insert_result(&mut tx, run_id, &o.result).await?;
+        for (host, clients, r) in &o.shares {
+            sqlx::query(
+                "INSERT INTO result_shares (run_id, worker_host_id, clients, transactions, failures, tps, latency_avg_ms, latency_p99_ms, client_cpu_user_s, client_cpu_system_s)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(run_id)
+            .bind(host)
+            .bind(clients)
+            .bind(i64::try_from(r.transactions).unwrap_or(i64::MAX))
+            .bind(i64::try_from(r.failures).unwrap_or(i64::MAX))
+            .bind(r.tps_excluding_connections)
+            .bind(r.latency_avg_ms)
+            .bind(r.latency_p99_ms)
+            .bind(r.client_cpu_user_s)
+            .bind(r.client_cpu_system_s)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for (name, delta) in &o.stats {
+            sqlx::query("INSERT INTO run_stats (run_id, name, delta) VALUES (?, ?, ?)")
+                .bind(run_id)
+                .bind(name)
+                .bind(delta)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         Ok(true)
     }
@@ -497,6 +544,16 @@ async fn insert_result(
     .bind(r.client_cpu_user_s)
     .bind(r.client_cpu_system_s)
     .bind(&r.latency_histogram)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query(
+        "UPDATE results SET retries = ?, skipped = ?, late = ?, random_seed = ? WHERE run_id = ?",
+    )
+    .bind(i64::try_from(r.retries).unwrap_or(i64::MAX))
+    .bind(i64::try_from(r.skipped).unwrap_or(i64::MAX))
+    .bind(i64::try_from(r.late).unwrap_or(i64::MAX))
+    .bind((r.random_seed != 0).then_some(r.random_seed as i64))
+    .bind(run_id)
     .execute(&mut **tx)
     .await?;
     for s in &r.samples {

@@ -6,13 +6,13 @@ use sqlx::sqlite::SqliteRow;
 use super::CatalogError;
 
 pub(super) const JOB_SELECT_ALL: &str =
-    "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.created_at, j.spec_toml,
+    "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.created_at, j.spec_toml, j.seed,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id) AS runs_total,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'done') AS runs_done,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'failed') AS runs_failed
   FROM jobs j ORDER BY j.created_at";
 pub(super) const JOB_SELECT_ONE: &str =
-    "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.created_at, j.spec_toml,
+    "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.created_at, j.spec_toml, j.seed,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id) AS runs_total,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'done') AS runs_done,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'failed') AS runs_failed
@@ -64,6 +64,7 @@ pub struct JobRecord {
     pub db_host_id: Option<String>,
     pub created_at: String,
     pub spec_toml: String,
+    pub seed: Option<u64>,
     pub runs_total: u32,
     pub runs_done: u32,
     pub runs_failed: u32,
@@ -79,6 +80,7 @@ impl JobRecord {
             db_host_id: row.try_get("db_host_id")?,
             created_at: row.try_get("created_at")?,
             spec_toml: row.try_get("spec_toml")?,
+            seed: row.try_get::<Option<i64>, _>("seed")?.map(|s| s as u64),
             runs_total: u32_of(row, "runs_total")?,
             runs_done: u32_of(row, "runs_done")?,
             runs_failed: u32_of(row, "runs_failed")?,
@@ -215,4 +217,17 @@ impl ResultRecord {
             latency_p99_ms: row.try_get("latency_p99_ms")?,
         })
     }
+}
+
+/// Everything written when a run finishes.
+#[derive(Debug, Clone, Default)]
+pub struct RunOutcome {
+    /// The merged result over all of the run's workers.
+    pub result: blocklab_proto::RunLoadResult,
+    /// (worker host, clients, that worker's result) for each worker.
+    pub shares: Vec<(String, u32, blocklab_proto::RunLoadResult)>,
+    /// Server-statistics deltas over the measured window.
+    pub stats: Vec<(String, f64)>,
+    /// Why the measurement is suspect (empty = not suspect).
+    pub suspect: Vec<String>,
 }

@@ -66,27 +66,34 @@ pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "job {:?}: {} cells x {} repetitions = {} runs, order {}, {} builds",
+        "job {:?}: {} cells x {} repetitions = {} runs, order {}, {} builds, {} client worker(s)",
         spec.name,
         plan.cells.len(),
         spec.repetitions,
         plan.runs.len(),
         spec.order,
-        spec.builds().len()
+        spec.builds().len(),
+        spec.client_workers
     );
     let mut cells = table(&[
         "cell",
+        "label",
         "block size",
         "WAL block size",
         "clients",
+        "scale",
+        "source",
         "baseline",
     ]);
     for c in &plan.cells {
         cells.add_row(vec![
             c.index.to_string(),
+            c.label_in(spec),
             format!("{}K", c.block_size_kb),
             format!("{}K", c.wal_block_size_kb),
             c.clients.to_string(),
+            c.scale.to_string(),
+            c.source.clone(),
             if c.is_baseline {
                 "yes".into()
             } else {
@@ -99,22 +106,25 @@ pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
     for r in &plan.runs {
         runs.add_row(vec![
             (r.sequence + 1).to_string(),
-            plan.cells[r.cell_index as usize].label(),
+            plan.cells[r.cell_index as usize].label_in(spec),
             (r.repetition + 1).to_string(),
         ]);
     }
     let _ = writeln!(out, "{runs}");
-    let w = &spec.workload;
-    let _ = writeln!(
-        out,
-        "workload {} scale {} for {} (warm-up {}) protocol {}, source {}",
-        w.builtin,
-        w.scale,
-        humantime::format_duration(w.duration),
-        humantime::format_duration(w.warmup),
-        w.protocol,
-        spec.tarball
-    );
+    for (name, w) in &spec.workload_variants {
+        let _ = writeln!(
+            out,
+            "workload {name}: {} for {} (warm-up {}) protocol {}, {} thread(s)",
+            w.builtin,
+            humantime::format_duration(w.duration),
+            humantime::format_duration(w.warmup),
+            w.protocol,
+            w.threads
+        );
+    }
+    for (name, src) in &spec.sources {
+        let _ = writeln!(out, "source {name}: {}", src.describe());
+    }
     out
 }
 

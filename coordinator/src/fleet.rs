@@ -58,18 +58,31 @@ impl HostSession {
         timeout: Duration,
     ) -> Result<task_result::Outcome, CallError> {
         let task_id = uuid::Uuid::new_v4().to_string();
+        self.call_with_id(&task_id, run_id, attempt, kind, timeout)
+            .await
+    }
+
+    /// Like `call`, with a task id chosen by the caller (so it can send `Go` for it).
+    pub async fn call_with_id(
+        &self,
+        task_id: &str,
+        run_id: &str,
+        attempt: u32,
+        kind: task::Kind,
+        timeout: Duration,
+    ) -> Result<task_result::Outcome, CallError> {
         let (done_tx, done_rx) = oneshot::channel();
-        self.lock_pending().insert(task_id.clone(), done_tx);
+        self.lock_pending().insert(task_id.to_string(), done_tx);
         let msg = CoordinatorMessage {
             kind: Some(coordinator_message::Kind::Task(Task {
-                task_id: task_id.clone(),
+                task_id: task_id.to_string(),
                 run_id: run_id.to_string(),
                 attempt,
                 kind: Some(kind),
             })),
         };
         if self.tx.send(Ok(msg)).await.is_err() {
-            self.lock_pending().remove(&task_id);
+            self.lock_pending().remove(task_id);
             return Err(CallError::Disconnected(self.host_id.clone()));
         }
         match tokio::time::timeout(timeout, done_rx).await {
@@ -78,13 +91,21 @@ impl HostSession {
             })),
             Ok(Err(_)) => Err(CallError::Disconnected(self.host_id.clone())),
             Err(_) => {
-                self.lock_pending().remove(&task_id);
+                self.lock_pending().remove(task_id);
                 Err(CallError::Timeout {
                     host: self.host_id.clone(),
                     timeout,
                 })
             }
         }
+    }
+
+    /// Sends a coordinator message that expects no answer (go, cancel).
+    pub async fn notify(&self, kind: coordinator_message::Kind) -> Result<(), CallError> {
+        self.tx
+            .send(Ok(CoordinatorMessage { kind: Some(kind) }))
+            .await
+            .map_err(|_| CallError::Disconnected(self.host_id.clone()))
     }
 
     fn lock_pending(
@@ -121,6 +142,8 @@ impl HostSession {
 /// Progress a host reported for a run attempt.
 #[derive(Debug, Clone)]
 pub struct ProgressEvent {
+    pub host_id: String,
+    pub task_id: String,
     pub run_id: String,
     pub attempt: u32,
     pub stage: String,
@@ -327,6 +350,8 @@ impl Fleet for FleetService {
                     }
                     Some(host_message::Kind::Progress(p)) => {
                         let _ = registry.progress.send(ProgressEvent {
+                            host_id: session.host_id.clone(),
+                            task_id: p.task_id,
                             run_id: p.run_id,
                             attempt: p.attempt,
                             stage: p.stage,

@@ -12,6 +12,8 @@ pub mod catalog;
 pub mod cli;
 pub mod control;
 pub mod fleet;
+pub mod merge;
+mod run;
 pub mod scheduler;
 pub mod spec;
 pub mod stats;

@@ -1,0 +1,205 @@
+//! Merging the results of a run's workers into one: transactions and per-second series are
+//! summed, latency percentiles come from the merged HDR histograms.
+
+use std::collections::BTreeMap;
+
+use blocklab_proto::{PerSecondSample, RunLoadResult};
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("worker {worker} sent a latency histogram that cannot be read: {reason}")]
+    Histogram { worker: usize, reason: String },
+    #[error("no worker results to merge")]
+    Empty,
+}
+
+/// Merges worker results of one run (the workers measured the same window).
+pub fn merge(parts: &[RunLoadResult]) -> Result<RunLoadResult, MergeError> {
+    let Some(first) = parts.first() else {
+        return Err(MergeError::Empty);
+    };
+    if parts.len() == 1 {
+        return Ok(first.clone());
+    }
+    let mut hist: Option<Histogram<u64>> = None;
+    for (i, p) in parts.iter().enumerate() {
+        let h: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut std::io::Cursor::new(&p.latency_histogram))
+            .map_err(|e| MergeError::Histogram {
+                worker: i,
+                reason: format!("{e:?}"),
+            })?;
+        match hist.as_mut() {
+            None => hist = Some(h),
+            Some(acc) => acc.add(&h).map_err(|e| MergeError::Histogram {
+                worker: i,
+                reason: format!("{e:?}"),
+            })?,
+        }
+    }
+    let hist = hist.ok_or(MergeError::Empty)?;
+    let txns: u64 = parts.iter().map(|p| p.transactions).sum();
+    let n = txns as f64;
+    let weighted = |f: fn(&RunLoadResult) -> f64| {
+        if txns == 0 {
+            0.0
+        } else {
+            parts
+                .iter()
+                .map(|p| f(p) * p.transactions as f64)
+                .sum::<f64>()
+                / n
+        }
+    };
+    let avg = weighted(|p| p.latency_avg_ms);
+    // Pooled variance from each part's mean and variance.
+    let second_moment = weighted(|p| p.latency_stddev_ms.powi(2) + p.latency_avg_ms.powi(2));
+    let stddev = (second_moment - avg * avg).max(0.0).sqrt();
+    let measured = parts.iter().map(|p| p.measured_seconds).fold(0.0, f64::max);
+    let pct = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
+    let mut samples: BTreeMap<u32, (u64, f64, u64)> = BTreeMap::new();
+    for p in parts {
+        for s in &p.samples {
+            let e = samples.entry(s.second).or_default();
+            e.0 += s.transactions;
+            e.1 += s.latency_avg_ms * s.transactions as f64;
+            e.2 += s.failures;
+        }
+    }
+    let mut bytes = Vec::new();
+    let _ = V2DeflateSerializer::new().serialize(&hist, &mut bytes);
+    let conn_incl: f64 = parts.iter().map(|p| p.tps_including_connections).sum();
+    Ok(RunLoadResult {
+        transactions: txns,
+        failures: parts.iter().map(|p| p.failures).sum(),
+        tps_excluding_connections: if measured > 0.0 { n / measured } else { 0.0 },
+        tps_including_connections: conn_incl,
+        latency_avg_ms: avg,
+        latency_stddev_ms: stddev,
+        latency_p50_ms: pct(0.50),
+        latency_p90_ms: pct(0.90),
+        latency_p99_ms: pct(0.99),
+        latency_p999_ms: pct(0.999),
+        latency_max_ms: hist.max() as f64 / 1000.0,
+        connection_time_ms: parts
+            .iter()
+            .map(|p| p.connection_time_ms)
+            .fold(0.0, f64::max),
+        measured_seconds: measured,
+        client_cpu_user_s: parts.iter().map(|p| p.client_cpu_user_s).sum(),
+        client_cpu_system_s: parts.iter().map(|p| p.client_cpu_system_s).sum(),
+        samples: samples
+            .into_iter()
+            .map(|(second, (t, lat, f))| PerSecondSample {
+                second,
+                transactions: t,
+                latency_avg_ms: if t == 0 { 0.0 } else { lat / t as f64 },
+                failures: f,
+            })
+            .collect(),
+        latency_histogram: bytes,
+        retries: parts.iter().map(|p| p.retries).sum(),
+        skipped: parts.iter().map(|p| p.skipped).sum(),
+        late: parts.iter().map(|p| p.late).sum(),
+        schedule_lag_avg_ms: weighted(|p| p.schedule_lag_avg_ms),
+        random_seed: first.random_seed,
+        clients: parts.iter().map(|p| p.clients).sum(),
+    })
+}
+
+/// Splits `clients` across `workers` as evenly as possible: (clients, first client id) each.
+pub fn split_clients(clients: u32, workers: u32) -> Vec<(u32, u32)> {
+    let workers = workers.max(1);
+    let (base, extra) = (clients / workers, clients % workers);
+    let mut offset = 0;
+    (0..workers)
+        .map(|i| {
+            let n = base + u32::from(i < extra);
+            let share = (n, offset);
+            offset += n;
+            share
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(latencies_us: &[u64], seconds: f64) -> RunLoadResult {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("histogram");
+        for &l in latencies_us {
+            h.record(l).expect("record");
+        }
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&h, &mut bytes)
+            .expect("serialize");
+        let n = latencies_us.len() as f64;
+        let mean = latencies_us.iter().sum::<u64>() as f64 / n / 1000.0;
+        let var = latencies_us
+            .iter()
+            .map(|&l| (l as f64 / 1000.0 - mean).powi(2))
+            .sum::<f64>()
+            / n;
+        RunLoadResult {
+            transactions: latencies_us.len() as u64,
+            measured_seconds: seconds,
+            latency_avg_ms: mean,
+            latency_stddev_ms: var.sqrt(),
+            latency_histogram: bytes,
+            samples: vec![PerSecondSample {
+                second: 0,
+                transactions: latencies_us.len() as u64,
+                latency_avg_ms: mean,
+                failures: 0,
+            }],
+            clients: 1,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn merged_percentiles_come_from_the_merged_histogram() {
+        // Worker A is fast (1 ms), worker B slow (100 ms): the merged p50 is A's, p99 is B's,
+        // which no average of the two parts' percentiles would give.
+        let a = part(&[1000; 90], 1.0);
+        let b = part(&[100_000; 10], 1.0);
+        let m = merge(&[a, b]).expect("merge");
+        assert_eq!(m.transactions, 100);
+        assert_eq!(m.clients, 2);
+        assert!(
+            (m.latency_p50_ms - 1.0).abs() < 0.01,
+            "{}",
+            m.latency_p50_ms
+        );
+        assert!(
+            (m.latency_p99_ms - 100.0).abs() < 0.1,
+            "{}",
+            m.latency_p99_ms
+        );
+        assert!(
+            (m.latency_avg_ms - 10.9).abs() < 1e-9,
+            "{}",
+            m.latency_avg_ms
+        );
+        // Population stddev of 90 x 1 and 10 x 100: sqrt(0.9*1 + 0.1*10000 - 10.9^2) = 29.7
+        assert!(
+            (m.latency_stddev_ms - 29.7).abs() < 1e-9,
+            "{}",
+            m.latency_stddev_ms
+        );
+        assert!((m.tps_excluding_connections - 100.0).abs() < 1e-9);
+        assert_eq!(m.samples.len(), 1);
+        assert_eq!(m.samples[0].transactions, 100);
+    }
+
+    #[test]
+    fn clients_split_evenly_with_global_ids() {
+        assert_eq!(split_clients(5, 2), vec![(3, 0), (2, 3)]);
+        assert_eq!(split_clients(4, 1), vec![(4, 0)]);
+        assert_eq!(split_clients(6, 3), vec![(2, 0), (2, 2), (2, 4)]);
+    }
+}

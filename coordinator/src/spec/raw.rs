@@ -1,0 +1,149 @@
+//! The spec as written: serde structures that refuse unknown keys.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSpec {
+    pub name: String,
+    #[serde(default = "one")]
+    pub repetitions: u32,
+    #[serde(default)]
+    pub order: Option<String>,
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub baseline: Option<RawBaseline>,
+    #[serde(default)]
+    pub memory_policy: Option<String>,
+    #[serde(default)]
+    pub source: Option<RawSource>,
+    #[serde(default)]
+    pub sources: BTreeMap<String, RawSource>,
+    pub matrix: RawMatrix,
+    #[serde(default)]
+    pub settings: BTreeMap<String, toml::Value>,
+    #[serde(default)]
+    pub settings_variants: BTreeMap<String, BTreeMap<String, toml::Value>>,
+    pub workload: RawWorkload,
+    #[serde(default)]
+    pub workload_variants: BTreeMap<String, RawWorkloadOverride>,
+    #[serde(default)]
+    pub layout: RawLayout,
+    #[serde(default)]
+    pub placement: RawPlacement,
+}
+
+pub(super) fn one() -> u32 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBaseline {
+    pub block_size_kb: Option<u32>,
+    pub wal_block_size_kb: Option<u32>,
+    pub source: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSource {
+    #[serde(default)]
+    pub tarball: Option<String>,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub sha256: Option<String>,
+    #[serde(default)]
+    pub git: Option<String>,
+    #[serde(default, rename = "ref")]
+    pub git_ref: Option<String>,
+    #[serde(default)]
+    pub configure: Vec<String>,
+    #[serde(default)]
+    pub cflags: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMatrix {
+    #[serde(default = "default_sizes")]
+    pub block_size_kb: Vec<u32>,
+    #[serde(default = "default_sizes")]
+    pub wal_block_size_kb: Vec<u32>,
+    #[serde(default)]
+    pub vary: Option<String>,
+    #[serde(default)]
+    pub segsize_gb: Vec<u32>,
+    #[serde(default)]
+    pub wal_segsize_mb: Vec<u32>,
+    #[serde(default = "default_clients")]
+    pub clients: Vec<u32>,
+    #[serde(default)]
+    pub scale: Vec<u32>,
+}
+
+fn default_sizes() -> Vec<u32> {
+    vec![8]
+}
+fn default_clients() -> Vec<u32> {
+    vec![1]
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWorkload {
+    #[serde(default = "default_builtin")]
+    pub builtin: String,
+    #[serde(default = "one")]
+    pub scale: u32,
+    pub duration: String,
+    #[serde(default)]
+    pub warmup: Option<String>,
+    #[serde(default = "default_protocol")]
+    pub protocol: String,
+    #[serde(default = "one")]
+    pub threads: u32,
+}
+
+/// A workload variant: any field of `[workload]`, overriding it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWorkloadOverride {
+    pub builtin: Option<String>,
+    pub scale: Option<u32>,
+    pub duration: Option<String>,
+    pub warmup: Option<String>,
+    pub protocol: Option<String>,
+    pub threads: Option<u32>,
+}
+
+fn default_builtin() -> String {
+    "tpcb-like".into()
+}
+fn default_protocol() -> String {
+    "simple".into()
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLayout {
+    #[serde(default)]
+    pub separate_wal: bool,
+    #[serde(default)]
+    pub drop_os_cache: bool,
+    #[serde(default)]
+    pub checkpoint_before: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPlacement {
+    #[serde(default)]
+    pub db_host_labels: Vec<String>,
+    #[serde(default)]
+    pub client_workers: Option<u32>,
+}

@@ -36,6 +36,7 @@ CREATE TABLE run_stats (
 
 -- I/O probe results (job kind "probe").
 CREATE TABLE probe_results (
+    run_id          TEXT NOT NULL REFERENCES runs(run_id),
     job_id          TEXT NOT NULL REFERENCES jobs(job_id),
     host_id         TEXT NOT NULL,
     target          TEXT NOT NULL,
@@ -47,7 +48,10 @@ CREATE TABLE probe_results (
     latency_avg_us  REAL NOT NULL,
     latency_p99_us  REAL NOT NULL,
     cache_dropped   INTEGER NOT NULL,
-    PRIMARY KEY (job_id, target, mode, chunk_bytes)
+    bytes           INTEGER NOT NULL,
+    device          TEXT NOT NULL,
+    filesystem      TEXT NOT NULL,
+    PRIMARY KEY (run_id, mode, chunk_bytes)
 );
 
 DROP VIEW results_v;

@@ -10,7 +10,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{Sqlite, Transaction};
 
-use crate::spec::{Plan, Spec};
+use crate::spec::{Plan, ProbeSpec, Spec};
 
 pub use rows::*;
 
@@ -177,6 +177,122 @@ impl Catalog {
         Ok(job_id)
     }
 
+    /// Stores a probe job: one cell per target, `repetitions` runs each, interleaved.
+    pub async fn insert_probe_job(
+        &self,
+        spec_text: &str,
+        p: &ProbeSpec,
+    ) -> Result<String, CatalogError> {
+        let job_id = uuid::Uuid::new_v4().to_string();
+        let mut tx = self.write().await?;
+        sqlx::query("INSERT INTO jobs (job_id, name, spec_toml, state, run_order, created_at) VALUES (?, ?, ?, 'queued', 'interleaved', ?)")
+            .bind(&job_id)
+            .bind(&p.name)
+            .bind(spec_text)
+            .bind(now())
+            .execute(&mut *tx)
+            .await?;
+        for (i, target) in p.targets.iter().enumerate() {
+            sqlx::query("INSERT INTO cells (job_id, cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline, dims_json) VALUES (?, ?, ?, 0, 0, 0, 0, ?)")
+                .bind(&job_id)
+                .bind(i as i64)
+                .bind(format!("probe {target}"))
+                .bind(serde_json::json!({ "probe": target }).to_string())
+                .execute(&mut *tx)
+                .await?;
+        }
+        let mut sequence = 0i64;
+        for rep in 0..p.repetitions {
+            for i in 0..p.targets.len() {
+                sqlx::query("INSERT INTO runs (run_id, job_id, cell_index, repetition, sequence, state, stage) VALUES (?, ?, ?, ?, ?, 'queued', 'queued')")
+                    .bind(uuid::Uuid::new_v4().to_string())
+                    .bind(&job_id)
+                    .bind(i as i64)
+                    .bind(rep)
+                    .bind(sequence)
+                    .execute(&mut *tx)
+                    .await?;
+                sequence += 1;
+            }
+        }
+        tx.commit().await?;
+        Ok(job_id)
+    }
+
+    /// Writes a probe run's rows and marks it done in one transaction.
+    pub async fn finish_probe_run(
+        &self,
+        job_id: &str,
+        run_id: &str,
+        attempt: u32,
+        host_id: &str,
+        target: &str,
+        r: &blocklab_proto::RunProbeResult,
+    ) -> Result<bool, CatalogError> {
+        let mut tx = self.write().await?;
+        let n = sqlx::query("UPDATE runs SET state = 'done', stage = 'done', finished_at = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
+            .bind(now())
+            .bind(run_id)
+            .bind(attempt)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if n != 1 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        for row in &r.rows {
+            sqlx::query(
+                "INSERT INTO probe_results (run_id, job_id, host_id, target, mode, chunk_bytes, mb_per_s, user_cpu_s, system_cpu_s,
+                   latency_avg_us, latency_p99_us, cache_dropped, bytes, device, filesystem)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(run_id)
+            .bind(job_id)
+            .bind(host_id)
+            .bind(target)
+            .bind(&row.mode)
+            .bind(row.chunk_bytes)
+            .bind(row.mb_per_s)
+            .bind(row.user_cpu_s)
+            .bind(row.system_cpu_s)
+            .bind(row.latency_avg_us)
+            .bind(row.latency_p99_us)
+            .bind(row.cache_dropped)
+            .bind(i64::try_from(row.bytes).unwrap_or(i64::MAX))
+            .bind(&r.device)
+            .bind(&r.filesystem)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// A probe job's rows: (target, mode, chunk bytes, mean MB/s, mean system CPU s, mean latency avg µs, mean p99 µs, runs).
+    pub async fn probe_summary(&self, job_id: &str) -> Result<Vec<ProbeSummaryRow>, CatalogError> {
+        let rows: Vec<(String, String, i64, f64, f64, f64, f64, i64)> = sqlx::query_as(
+            "SELECT target, mode, chunk_bytes, avg(mb_per_s), avg(system_cpu_s), avg(latency_avg_us), avg(latency_p99_us), count(*)
+             FROM probe_results WHERE job_id = ? GROUP BY target, mode, chunk_bytes ORDER BY target, mode, chunk_bytes",
+        )
+        .bind(job_id)
+        .fetch_all(&self.reader)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| ProbeSummaryRow {
+                target: r.0,
+                mode: r.1,
+                chunk_bytes: u32::try_from(r.2).unwrap_or(0),
+                mb_per_s: r.3,
+                system_cpu_s: r.4,
+                latency_avg_us: r.5,
+                latency_p99_us: r.6,
+                runs: u32::try_from(r.7).unwrap_or(0),
+            })
+            .collect())
+    }
+
     pub async fn set_job_state(
         &self,
         job_id: &str,
@@ -301,7 +417,7 @@ impl Catalog {
              WHERE run_id = ? RETURNING attempt",
         )
         .bind(db_host)
-        .bind(worker)
+        .bind((!worker.is_empty()).then_some(worker))
         .bind(now())
         .bind(run_id)
         .fetch_one(&mut *tx)
@@ -505,6 +621,56 @@ impl Catalog {
             .rows_affected();
         tx.commit().await?;
         Ok(n)
+    }
+
+    /// Server-statistics deltas, effective settings, suspect reasons and worker shares of a run.
+    pub async fn run_detail(&self, run_id: &str) -> Result<RunDetailRecord, CatalogError> {
+        let stats =
+            sqlx::query_as("SELECT name, delta FROM run_stats WHERE run_id = ? ORDER BY name")
+                .bind(run_id)
+                .fetch_all(&self.reader)
+                .await?;
+        let settings = sqlx::query_as(
+            "SELECT name, setting, unit, source FROM run_settings WHERE run_id = ? ORDER BY name",
+        )
+        .bind(run_id)
+        .fetch_all(&self.reader)
+        .await?;
+        let shares: Vec<(String, i64, i64, f64, f64, f64)> = sqlx::query_as(
+            "SELECT worker_host_id, clients, transactions, tps, client_cpu_user_s, client_cpu_system_s FROM result_shares WHERE run_id = ? ORDER BY worker_host_id",
+        )
+        .bind(run_id)
+        .fetch_all(&self.reader)
+        .await?;
+        let (suspect, db_host_id, server_version, started_at, finished_at): (Option<String>, Option<String>, Option<String>, Option<String>, Option<String>) =
+            sqlx::query_as("SELECT suspect_json, db_host_id, server_version, started_at, finished_at FROM runs WHERE run_id = ?")
+                .bind(run_id)
+                .fetch_one(&self.reader)
+                .await?;
+        Ok(RunDetailRecord {
+            stats,
+            settings,
+            suspect: suspect
+                .and_then(|s| serde_json::from_str(&s).ok())
+                .unwrap_or_default(),
+            shares: shares
+                .into_iter()
+                .map(|s| {
+                    (
+                        s.0,
+                        u32::try_from(s.1).unwrap_or(0),
+                        u64::try_from(s.2).unwrap_or(0),
+                        s.3,
+                        s.4,
+                        s.5,
+                    )
+                })
+                .collect(),
+            db_host_id: db_host_id.unwrap_or_default(),
+            server_version: server_version.unwrap_or_default(),
+            started_at: started_at.unwrap_or_default(),
+            finished_at: finished_at.unwrap_or_default(),
+        })
     }
 
     pub async fn result(&self, run_id: &str) -> Result<Option<ResultRecord>, CatalogError> {

@@ -231,3 +231,30 @@ pub struct RunOutcome {
     /// Why the measurement is suspect (empty = not suspect).
     pub suspect: Vec<String>,
 }
+
+/// One line of a probe job's summary, averaged over repetitions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeSummaryRow {
+    pub target: String,
+    pub mode: String,
+    pub chunk_bytes: u32,
+    pub mb_per_s: f64,
+    pub system_cpu_s: f64,
+    pub latency_avg_us: f64,
+    pub latency_p99_us: f64,
+    pub runs: u32,
+}
+
+/// The details of one run (`blocklab job ID --run N`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunDetailRecord {
+    pub stats: Vec<(String, f64)>,
+    pub settings: Vec<(String, String, String, String)>,
+    pub suspect: Vec<String>,
+    /// (worker, clients, transactions, tps, cpu user s, cpu system s)
+    pub shares: Vec<(String, u32, u64, f64, f64, f64)>,
+    pub db_host_id: String,
+    pub server_version: String,
+    pub started_at: String,
+    pub finished_at: String,
+}

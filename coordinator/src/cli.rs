@@ -10,7 +10,7 @@ use comfy_table::Table;
 use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 
-use crate::spec::{Plan, Spec};
+use crate::spec::{JobSpec, Plan, Spec};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -42,13 +42,13 @@ pub async fn connect(addr: &str) -> Result<ControlClient<Channel>, CliError> {
         })
 }
 
-/// Reads and validates a spec file; nothing is sent anywhere.
-pub fn load_spec(path: &Path) -> Result<(String, Spec), CliError> {
+/// Reads and validates a spec file of either kind; nothing is sent anywhere.
+pub fn load_spec(path: &Path) -> Result<(String, JobSpec), CliError> {
     let text = std::fs::read_to_string(path).map_err(|error| CliError::Read {
         path: path.display().to_string(),
         error,
     })?;
-    let spec = Spec::parse(&text).map_err(|error| CliError::Spec {
+    let spec = JobSpec::parse(&text).map_err(|error| CliError::Spec {
         path: path.display().to_string(),
         error,
     })?;
@@ -59,6 +59,25 @@ fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.set_header(header.to_vec());
     t
+}
+
+/// What `submit --dry-run` prints for either kind of job.
+pub fn render_job_plan(spec: &JobSpec) -> String {
+    match spec {
+        JobSpec::Benchmark(s) => render_plan(s, &s.plan()),
+        JobSpec::Probe(p) => format!(
+            "probe job {:?}: targets {}, file {} MB, chunks {:?} KB, modes{}{}, fsync block sizes {:?} KB x {} writes, {} repetition(s)\n",
+            p.name,
+            p.targets.join(", "),
+            p.file_size_bytes >> 20,
+            p.chunk_sizes_kb,
+            if p.buffered { " buffered" } else { "" },
+            if p.direct { " direct" } else { "" },
+            p.fsync_block_sizes_kb,
+            p.fsync_writes,
+            p.repetitions
+        ),
+    }
 }
 
 /// The expanded plan, as `submit --dry-run` prints it.
@@ -387,4 +406,196 @@ pub async fn watch(
         }
     }
     Ok(last)
+}
+
+/// `blocklab job ID --run N`: one run with its proof, statistics and settings.
+pub fn render_run_detail(d: &RunDetail) -> String {
+    let mut out = String::new();
+    if let Some(r) = &d.run {
+        let _ = writeln!(
+            out,
+            "run {} ({}, repetition {}, attempt {}): {} at {}{}",
+            r.sequence + 1,
+            r.cell_label,
+            r.repetition + 1,
+            r.attempt,
+            r.state,
+            r.stage,
+            if r.state == "done" {
+                format!(", {:.1} tps", r.tps)
+            } else {
+                String::new()
+            }
+        );
+        let _ = writeln!(
+            out,
+            "server {} on {}: block_size {} wal_block_size {}, build {}",
+            d.server_version,
+            d.db_host_id,
+            size(r.block_size),
+            size(r.wal_block_size),
+            r.build_key
+        );
+        if !r.error.is_empty() {
+            let _ = writeln!(out, "error: {}", r.error);
+        }
+    }
+    let _ = writeln!(out, "started {} finished {}", d.started_at, d.finished_at);
+    if !d.suspect.is_empty() {
+        let _ = writeln!(out, "suspect: {}", d.suspect.join("; "));
+    }
+    if !d.shares.is_empty() {
+        let mut t = table(&[
+            "worker",
+            "clients",
+            "transactions",
+            "tps",
+            "cpu user s",
+            "cpu system s",
+        ]);
+        for s in &d.shares {
+            t.add_row(vec![
+                s.worker_host_id.clone(),
+                s.clients.to_string(),
+                s.transactions.to_string(),
+                format!("{:.1}", s.tps),
+                format!("{:.2}", s.client_cpu_user_s),
+                format!("{:.2}", s.client_cpu_system_s),
+            ]);
+        }
+        let _ = writeln!(out, "{t}");
+    }
+    if !d.stats.is_empty() {
+        let mut t = table(&["server statistic (delta over the window)", "value"]);
+        for s in d.stats.iter().filter(|s| s.delta != 0.0) {
+            t.add_row(vec![s.name.clone(), format!("{}", s.delta)]);
+        }
+        let _ = writeln!(out, "{t}");
+    }
+    if !d.settings.is_empty() {
+        let mut t = table(&["setting", "value", "unit", "source"]);
+        for s in &d.settings {
+            t.add_row(vec![
+                s.name.clone(),
+                s.setting.clone(),
+                s.unit.clone(),
+                s.source.clone(),
+            ]);
+        }
+        let _ = writeln!(out, "{t}");
+    }
+    if !d.log_tail.is_empty() {
+        let _ = writeln!(out, "--- log tail ---\n{}", d.log_tail);
+    }
+    out
+}
+
+/// Every host's facts, pretty-printed.
+pub fn render_host_facts(hosts: &[HostInfo]) -> String {
+    let mut out = String::new();
+    for h in hosts {
+        let facts: serde_json::Value = serde_json::from_str(&h.facts_json).unwrap_or_default();
+        let pretty = serde_json::to_string_pretty(&facts).unwrap_or_default();
+        let _ = writeln!(out, "{} ({}):\n{pretty}", h.host_id, h.role);
+    }
+    out
+}
+
+pub fn render_builds(builds: &[AgentBuild]) -> String {
+    let mut t = table(&[
+        "host",
+        "build key",
+        "version",
+        "block",
+        "WAL block",
+        "segsize",
+        "flags",
+        "MB",
+        "built s",
+        "last used",
+    ]);
+    for ab in builds {
+        let Some(b) = &ab.build else { continue };
+        t.add_row(vec![
+            ab.host_id.clone(),
+            b.build_key.clone(),
+            b.pg_version.clone(),
+            format!("{}K", b.block_size_kb),
+            format!("{}K", b.wal_block_size_kb),
+            if b.segsize_gb == 0 {
+                "-".into()
+            } else {
+                format!("{}G", b.segsize_gb)
+            },
+            b.configure_flags.join(" "),
+            format!("{}", b.size_bytes >> 20),
+            format!("{:.0}", b.build_seconds),
+            b.last_used_at.clone(),
+        ]);
+    }
+    t.to_string()
+}
+
+/// The results table of a probe job, or `None` if the job is a benchmark.
+pub async fn probe_results_if_probe(
+    client: &mut ControlClient<Channel>,
+    job_id: &str,
+) -> Result<Option<String>, CliError> {
+    let job = client
+        .get_job(GetJobRequest {
+            job_id: job_id.to_string(),
+            run: 0,
+        })
+        .await?
+        .into_inner();
+    if job.job.as_ref().is_none_or(|j| j.kind != "probe") {
+        return Ok(None);
+    }
+    let r = client
+        .probe_results(ProbeResultsRequest {
+            job_id: job_id.to_string(),
+        })
+        .await?
+        .into_inner();
+    Ok(Some(render_probe(&r)))
+}
+
+pub fn render_probe(r: &ProbeResultsResponse) -> String {
+    let mut t = table(&[
+        "target",
+        "mode",
+        "chunk",
+        "MB/s",
+        "system CPU s",
+        "latency avg µs",
+        "latency p99 µs",
+        "runs",
+    ]);
+    for row in &r.rows {
+        let chunk = if row.chunk_bytes >= 1 << 20 {
+            format!("{}M", row.chunk_bytes >> 20)
+        } else {
+            format!("{}K", row.chunk_bytes >> 10)
+        };
+        let write = row.mode == "write-fdatasync";
+        t.add_row(vec![
+            row.target.clone(),
+            row.mode.clone(),
+            chunk,
+            format!("{:.1}", row.mb_per_s),
+            format!("{:.3}", row.system_cpu_s),
+            if write {
+                format!("{:.0}", row.latency_avg_us)
+            } else {
+                "-".into()
+            },
+            if write {
+                format!("{:.0}", row.latency_p99_us)
+            } else {
+                "-".into()
+            },
+            row.runs.to_string(),
+        ]);
+    }
+    format!("I/O probe on {}\n{t}", r.db_host_id)
 }

@@ -11,7 +11,7 @@ use tonic::{Request, Response, Status};
 
 use crate::catalog::{CatalogError, JobRecord, RunRecord};
 use crate::scheduler::Scheduler;
-use crate::spec::{Spec, SpecError};
+use crate::spec::{JobSpec, SpecError};
 use crate::stats;
 
 /// Bad specs are the caller's fault; a missing job is not found; the rest is unavailable.
@@ -46,6 +46,7 @@ fn summary(j: &JobRecord) -> JobSummary {
         runs_failed: j.runs_failed,
         db_host_id: j.db_host_id.clone().unwrap_or_default(),
         error: j.error.clone().unwrap_or_default(),
+        kind: crate::spec::spec_kind(&j.spec_toml).unwrap_or_default(),
     }
 }
 
@@ -83,19 +84,28 @@ impl Control for ControlService {
         request: Request<SubmitJobRequest>,
     ) -> Result<Response<SubmitJobResponse>, Status> {
         let text = request.into_inner().spec_toml;
-        let spec = Spec::parse(&text)?;
-        let plan = spec.plan();
-        let job_id = self
-            .scheduler
-            .catalog
-            .insert_job(&text, &spec, &plan)
-            .await?;
-        tracing::info!(job_id = %job_id, name = %spec.name, cells = plan.cells.len(), runs = plan.runs.len(), "job submitted");
+        let catalog = &self.scheduler.catalog;
+        let (job_id, cells, runs) = match JobSpec::parse(&text)? {
+            JobSpec::Benchmark(spec) => {
+                let plan = spec.plan();
+                let id = catalog.insert_job(&text, &spec, &plan).await?;
+                (id, plan.cells.len(), plan.runs.len())
+            }
+            JobSpec::Probe(p) => {
+                let id = catalog.insert_probe_job(&text, &p).await?;
+                (
+                    id,
+                    p.targets.len(),
+                    p.targets.len() * p.repetitions as usize,
+                )
+            }
+        };
+        tracing::info!(job_id = %job_id, cells, runs, "job submitted");
         self.scheduler.start_job(job_id.clone());
         Ok(Response::new(SubmitJobResponse {
             job_id,
-            cells: u32::try_from(plan.cells.len()).unwrap_or(u32::MAX),
-            runs: u32::try_from(plan.runs.len()).unwrap_or(u32::MAX),
+            cells: u32::try_from(cells).unwrap_or(u32::MAX),
+            runs: u32::try_from(runs).unwrap_or(u32::MAX),
         }))
     }
 
@@ -113,15 +123,68 @@ impl Control for ControlService {
         &self,
         request: Request<GetJobRequest>,
     ) -> Result<Response<GetJobResponse>, Status> {
-        let id = request.into_inner().job_id;
+        let req = request.into_inner();
+        let id = req.job_id;
         check_job_id(&id)?;
         let catalog = &self.scheduler.catalog;
         let job = catalog.job(&id).await?;
         let runs = catalog.runs(&id).await?;
+        let run_detail = if req.run == 0 {
+            None
+        } else {
+            let run = runs
+                .iter()
+                .find(|r| r.sequence + 1 == req.run)
+                .ok_or_else(|| {
+                    Status::invalid_argument(format!(
+                        "run: this job has runs 1 to {}, not {}",
+                        runs.len(),
+                        req.run
+                    ))
+                })?;
+            let d = catalog.run_detail(&run.run_id).await?;
+            Some(RunDetail {
+                run: Some(run_info(run)),
+                stats: d
+                    .stats
+                    .into_iter()
+                    .map(|(name, delta)| StatDelta { name, delta })
+                    .collect(),
+                settings: d
+                    .settings
+                    .into_iter()
+                    .map(|(name, setting, unit, source)| EffectiveSetting {
+                        name,
+                        setting,
+                        unit,
+                        source,
+                    })
+                    .collect(),
+                suspect: d.suspect,
+                log_tail: run.log_tail.clone().unwrap_or_default(),
+                shares: d
+                    .shares
+                    .into_iter()
+                    .map(|s| WorkerShare {
+                        worker_host_id: s.0,
+                        clients: s.1,
+                        transactions: s.2,
+                        tps: s.3,
+                        client_cpu_user_s: s.4,
+                        client_cpu_system_s: s.5,
+                    })
+                    .collect(),
+                db_host_id: d.db_host_id,
+                server_version: d.server_version,
+                started_at: d.started_at,
+                finished_at: d.finished_at,
+            })
+        };
         Ok(Response::new(GetJobResponse {
             job: Some(summary(&job)),
             runs: runs.iter().map(run_info).collect(),
             spec_toml: job.spec_toml,
+            run_detail,
         }))
     }
 
@@ -206,6 +269,36 @@ impl Control for ControlService {
             })
             .collect();
         Ok(Response::new(ListHostsResponse { hosts }))
+    }
+
+    async fn probe_results(
+        &self,
+        request: Request<ProbeResultsRequest>,
+    ) -> Result<Response<ProbeResultsResponse>, Status> {
+        let id = request.into_inner().job_id;
+        check_job_id(&id)?;
+        let catalog = &self.scheduler.catalog;
+        let job = catalog.job(&id).await?;
+        let rows = catalog
+            .probe_summary(&id)
+            .await?
+            .into_iter()
+            .map(|r| ProbeSummary {
+                target: r.target,
+                mode: r.mode,
+                chunk_bytes: r.chunk_bytes,
+                mb_per_s: r.mb_per_s,
+                system_cpu_s: r.system_cpu_s,
+                latency_avg_us: r.latency_avg_us,
+                latency_p99_us: r.latency_p99_us,
+                runs: r.runs,
+            })
+            .collect();
+        Ok(Response::new(ProbeResultsResponse {
+            job_id: id,
+            db_host_id: job.db_host_id.unwrap_or_default(),
+            rows,
+        }))
     }
 
     async fn list_builds(

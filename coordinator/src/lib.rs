@@ -13,6 +13,7 @@ pub mod cli;
 pub mod control;
 pub mod fleet;
 pub mod merge;
+mod probe;
 mod run;
 pub mod scheduler;
 pub mod spec;

@@ -10,7 +10,7 @@ use tokio::sync::broadcast;
 
 use crate::catalog::{BuildRecord, Catalog, CatalogError};
 use crate::fleet::{HostSession, Registry};
-use crate::spec::{BuildPoint, Spec, SpecError};
+use crate::spec::{BuildPoint, JobSpec, Spec, SpecError};
 
 const BUILD_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 /// How long a job waits for a host it needs before giving up on a run.
@@ -82,9 +82,19 @@ impl Scheduler {
 
     async fn drive(&self, job_id: &str) -> Result<(), SchedulerError> {
         let job = self.catalog.job(job_id).await?;
-        let spec = Spec::parse_with_seed(&job.spec_toml, job.seed)?;
+        let spec = match JobSpec::parse_with_seed(&job.spec_toml, job.seed)? {
+            JobSpec::Benchmark(spec) => spec,
+            JobSpec::Probe(probe) => {
+                return self
+                    .drive_probe(job_id, &probe, job.db_host_id.as_deref())
+                    .await;
+            }
+        };
         tracing::info!(job_id, name = %spec.name, "job started");
-        let Some(agent) = self.wait_for_agent(&spec, job.db_host_id.as_deref()).await else {
+        let Some(agent) = self
+            .wait_for_agent(&spec.db_host_labels, job.db_host_id.as_deref())
+            .await
+        else {
             let reason = format!(
                 "no database host with labels {:?} attached within {HOST_WAIT:?}",
                 spec.db_host_labels
@@ -119,6 +129,11 @@ impl Scheduler {
                 .await?;
             self.changed(job_id);
         }
+        self.finish_job(job_id).await
+    }
+
+    /// Marks a job done when every run finished, failed otherwise.
+    pub(crate) async fn finish_job(&self, job_id: &str) -> Result<(), SchedulerError> {
         let job = self.catalog.job(job_id).await?;
         let (state, error) = if job.runs_done == job.runs_total {
             ("done", None)
@@ -139,11 +154,15 @@ impl Scheduler {
         Ok(())
     }
 
-    async fn wait_for_agent(&self, spec: &Spec, pinned: Option<&str>) -> Option<Arc<HostSession>> {
+    pub(crate) async fn wait_for_agent(
+        &self,
+        labels: &[String],
+        pinned: Option<&str>,
+    ) -> Option<Arc<HostSession>> {
         let matches = |s: &HostSession| {
             s.role == blocklab_proto::Role::Agent
                 && pinned.is_none_or(|p| p == s.host_id)
-                && spec.db_host_labels.iter().all(|l| s.labels.contains(l))
+                && labels.iter().all(|l| s.labels.contains(l))
         };
         self.wait_for(|| self.registry.up().into_iter().find(|s| matches(s)))
             .await

@@ -114,6 +114,7 @@ async fn bad_specs_are_refused_and_nothing_is_stored() {
     let err = client
         .get_job(GetJobRequest {
             job_id: "x'; drop table jobs;--".into(),
+            ..Default::default()
         })
         .await
         .expect_err("refused");
@@ -121,6 +122,7 @@ async fn bad_specs_are_refused_and_nothing_is_stored() {
     let err = client
         .get_job(GetJobRequest {
             job_id: uuid_like(),
+            ..Default::default()
         })
         .await
         .expect_err("not found");
@@ -140,6 +142,7 @@ async fn bad_specs_are_refused_and_nothing_is_stored() {
     let job = client
         .get_job(GetJobRequest {
             job_id: ok.job_id.clone(),
+            ..Default::default()
         })
         .await
         .expect("job")

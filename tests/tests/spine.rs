@@ -54,6 +54,7 @@ async fn run_job(
     let job = client
         .get_job(GetJobRequest {
             job_id: submitted.job_id.clone(),
+            ..Default::default()
         })
         .await
         .expect("job")

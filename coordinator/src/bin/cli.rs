@@ -35,10 +35,21 @@ enum Command {
     },
     /// List jobs.
     Jobs,
-    /// Show a job and its runs (state, stage, failure reason).
-    Job { job_id: String },
+    /// Show a job and its runs (state, stage, failure reason); --run N details one run.
+    Job {
+        job_id: String,
+        /// Run number (as listed) to show in detail: server statistics, settings, suspect reasons.
+        #[arg(long)]
+        run: Option<u32>,
+    },
     /// List agents and workers, up or down.
-    Hosts,
+    Hosts {
+        /// Also print every host's facts (CPU, memory, OS, kernel, filesystems, compiler).
+        #[arg(long)]
+        facts: bool,
+    },
+    /// List the PostgreSQL builds cached on every attached agent.
+    Builds,
     /// Follow a job until it finishes.
     Watch { job_id: String },
     /// One row per cell: proven block sizes, mean tps, % change vs the baseline.
@@ -70,7 +81,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         } => {
             let (text, parsed) = cli::load_spec(&spec)?;
             if dry_run {
-                print!("{}", cli::render_plan(&parsed, &parsed.plan()));
+                print!("{}", cli::render_job_plan(&parsed));
                 return Ok(ExitCode::SUCCESS);
             }
             let mut client = cli::connect(&addr).await?;
@@ -91,15 +102,30 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let r = client.list_jobs(ListJobsRequest {}).await?.into_inner();
             println!("{}", cli::render_jobs(&r.jobs));
         }
-        Command::Job { job_id } => {
+        Command::Job { job_id, run } => {
             let mut client = cli::connect(&addr).await?;
-            let r = client.get_job(GetJobRequest { job_id }).await?.into_inner();
-            println!("{}", cli::render_job(&r));
+            let request = GetJobRequest {
+                job_id,
+                run: run.unwrap_or(0),
+            };
+            let r = client.get_job(request).await?.into_inner();
+            match &r.run_detail {
+                Some(d) => println!("{}", cli::render_run_detail(d)),
+                None => println!("{}", cli::render_job(&r)),
+            }
         }
-        Command::Hosts => {
+        Command::Hosts { facts } => {
             let mut client = cli::connect(&addr).await?;
             let r = client.list_hosts(ListHostsRequest {}).await?.into_inner();
             println!("{}", cli::render_hosts(&r.hosts));
+            if facts {
+                println!("{}", cli::render_host_facts(&r.hosts));
+            }
+        }
+        Command::Builds => {
+            let mut client = cli::connect(&addr).await?;
+            let r = client.list_builds(ListBuildsRequest {}).await?.into_inner();
+            println!("{}", cli::render_builds(&r.builds));
         }
         Command::Watch { job_id } => {
             let mut client = cli::connect(&addr).await?;
@@ -107,6 +133,10 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Command::Results { job_id, format } => {
             let mut client = cli::connect(&addr).await?;
+            if let Some(probe) = cli::probe_results_if_probe(&mut client, &job_id).await? {
+                println!("{probe}");
+                return Ok(ExitCode::SUCCESS);
+            }
             let r = client
                 .query_results(QueryResultsRequest {
                     job_id,
@@ -122,6 +152,14 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 async fn finish_watch(client: &mut ControlClient, job_id: &str) -> anyhow::Result<ExitCode> {
     let last = cli::watch(client, job_id, std::io::stdout()).await?;
+    if let Some(probe) = cli::probe_results_if_probe(client, job_id).await? {
+        println!("{probe}");
+        return Ok(if last.is_some_and(|j| j.state == "done") {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(2)
+        });
+    }
     let r = client
         .query_results(QueryResultsRequest {
             job_id: job_id.to_string(),

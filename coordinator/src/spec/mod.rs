@@ -5,10 +5,12 @@ use std::fmt;
 use std::time::Duration;
 
 mod memory;
+mod probe;
 mod raw;
 mod validate;
 
 pub use memory::{MemoryPolicy, hold_constant, page_unit};
+pub use probe::{PROBE_CHUNKS_KB, ProbeSpec, parse_size, spec_kind};
 pub use validate::validate_configure_flag;
 
 /// Data page sizes PostgreSQL's configure accepts (`--with-blocksize`, KB).
@@ -248,6 +250,36 @@ impl Cell {
             wal_block_size_kb: self.wal_block_size_kb,
             segsize_gb: self.segsize_gb,
             wal_segsize_mb: self.wal_segsize_mb,
+        }
+    }
+}
+
+/// Any job's spec: a benchmark (the matrix of page sizes) or an I/O probe.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobSpec {
+    Benchmark(Box<Spec>),
+    Probe(ProbeSpec),
+}
+
+impl JobSpec {
+    /// Parses spec text of either kind (the `kind` key, default benchmark).
+    pub fn parse(text: &str) -> Result<Self, SpecError> {
+        Self::parse_with_seed(text, None)
+    }
+
+    pub fn parse_with_seed(text: &str, seed: Option<u64>) -> Result<Self, SpecError> {
+        match spec_kind(text)?.as_str() {
+            "probe" => Ok(JobSpec::Probe(ProbeSpec::parse(text)?)),
+            _ => Ok(JobSpec::Benchmark(Box::new(Spec::parse_with_seed(
+                text, seed,
+            )?))),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            JobSpec::Benchmark(s) => &s.name,
+            JobSpec::Probe(p) => &p.name,
         }
     }
 }

@@ -8,6 +8,8 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSpec {
     pub name: String,
+    #[serde(default)]
+    pub kind: Option<String>,
     #[serde(default = "one")]
     pub repetitions: u32,
     #[serde(default)]

@@ -21,6 +21,12 @@ pub(super) fn parse(text: &str) -> Result<Spec, SpecError> {
 }
 
 fn validate(raw: RawSpec) -> Result<Spec, SpecError> {
+    if let Some(k) = raw.kind.as_deref().filter(|k| *k != "benchmark") {
+        return Err(SpecError::new(
+            "kind",
+            format!("{k:?} here needs the probe spec layout; a benchmark has kind = \"benchmark\""),
+        ));
+    }
     if raw.name.trim().is_empty() || raw.name.len() > 200 {
         return Err(SpecError::new("name", "must be 1 to 200 characters"));
     }

@@ -1,0 +1,103 @@
+//! Driving an I/O probe job: every run asks the pinned agent to probe one target directory
+//! and stores a row per mode and chunk size.
+
+use std::time::Duration;
+
+use blocklab_proto::v1::{RunProbeTask, task, task_result::Outcome};
+
+use crate::scheduler::{HOST_WAIT, Scheduler, SchedulerError};
+use crate::spec::ProbeSpec;
+
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2 * 60 * 60);
+
+impl Scheduler {
+    pub(crate) async fn drive_probe(
+        &self,
+        job_id: &str,
+        p: &ProbeSpec,
+        pinned: Option<&str>,
+    ) -> Result<(), SchedulerError> {
+        let Some(agent) = self.wait_for_agent(&p.db_host_labels, pinned).await else {
+            let reason = format!(
+                "no database host with labels {:?} attached within {HOST_WAIT:?}",
+                p.db_host_labels
+            );
+            self.catalog
+                .fail_queued_runs(job_id, "queued", &reason, None)
+                .await?;
+            self.catalog
+                .set_job_state(job_id, "failed", Some(&reason))
+                .await?;
+            return Ok(());
+        };
+        self.catalog.pin_job_host(job_id, &agent.host_id).await?;
+        self.catalog.set_job_state(job_id, "running", None).await?;
+        self.changed(job_id);
+        for run in self.catalog.runs(job_id).await? {
+            if run.state != "queued" {
+                continue;
+            }
+            let Some(target) = p.targets.get(run.cell_index as usize) else {
+                continue;
+            };
+            let busy = agent.busy.clone();
+            let _guard = busy.lock().await;
+            let attempt = self
+                .catalog
+                .begin_attempt(&run.run_id, &agent.host_id, "")
+                .await?;
+            let _ = self
+                .catalog
+                .set_stage(&run.run_id, attempt, "measuring")
+                .await;
+            self.changed(job_id);
+            let task = RunProbeTask {
+                target: target.clone(),
+                file_size_bytes: p.file_size_bytes,
+                chunk_sizes: p.chunk_sizes_kb.iter().map(|k| k * 1024).collect(),
+                buffered: p.buffered,
+                direct: p.direct,
+                fsync_block_sizes: p.fsync_block_sizes_kb.iter().map(|k| k * 1024).collect(),
+                fsync_writes: p.fsync_writes,
+            };
+            match agent
+                .call(
+                    &run.run_id,
+                    attempt,
+                    task::Kind::RunProbe(task),
+                    PROBE_TIMEOUT,
+                )
+                .await
+            {
+                Ok(Outcome::RunProbe(r)) => {
+                    self.catalog
+                        .finish_probe_run(job_id, &run.run_id, attempt, &agent.host_id, target, &r)
+                        .await?;
+                }
+                Ok(Outcome::Error(e)) => {
+                    self.catalog
+                        .fail_run(&run.run_id, attempt, "measuring", &e.reason, &e.log_tail)
+                        .await?;
+                }
+                Ok(_) => {
+                    self.catalog
+                        .fail_run(
+                            &run.run_id,
+                            attempt,
+                            "measuring",
+                            "agent answered with the wrong result kind",
+                            "",
+                        )
+                        .await?;
+                }
+                Err(e) => {
+                    self.catalog
+                        .fail_run(&run.run_id, attempt, "measuring", &e.to_string(), "")
+                        .await?;
+                }
+            }
+            self.changed(job_id);
+        }
+        self.finish_job(job_id).await
+    }
+}

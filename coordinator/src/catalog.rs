@@ -8,7 +8,7 @@ use std::time::Duration;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Sqlite, Transaction};
+use sqlx::{Row, Sqlite, Transaction};
 
 use crate::spec::{Plan, ProbeSpec, Spec};
 
@@ -271,26 +271,15 @@ impl Catalog {
 
     /// A probe job's rows: (target, mode, chunk bytes, mean MB/s, mean system CPU s, mean latency avg µs, mean p99 µs, runs).
     pub async fn probe_summary(&self, job_id: &str) -> Result<Vec<ProbeSummaryRow>, CatalogError> {
-        let rows: Vec<(String, String, i64, f64, f64, f64, f64, i64)> = sqlx::query_as(
-            "SELECT target, mode, chunk_bytes, avg(mb_per_s), avg(system_cpu_s), avg(latency_avg_us), avg(latency_p99_us), count(*)
+        let rows = sqlx::query(
+            "SELECT target, mode, chunk_bytes, avg(mb_per_s) AS mb_per_s, avg(system_cpu_s) AS system_cpu_s,
+               avg(latency_avg_us) AS latency_avg_us, avg(latency_p99_us) AS latency_p99_us, count(*) AS runs
              FROM probe_results WHERE job_id = ? GROUP BY target, mode, chunk_bytes ORDER BY target, mode, chunk_bytes",
         )
         .bind(job_id)
         .fetch_all(&self.reader)
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| ProbeSummaryRow {
-                target: r.0,
-                mode: r.1,
-                chunk_bytes: u32::try_from(r.2).unwrap_or(0),
-                mb_per_s: r.3,
-                system_cpu_s: r.4,
-                latency_avg_us: r.5,
-                latency_p99_us: r.6,
-                runs: u32::try_from(r.7).unwrap_or(0),
-            })
-            .collect())
+        rows.iter().map(ProbeSummaryRow::from_row).collect()
     }
 
     pub async fn set_job_state(
@@ -642,17 +631,18 @@ impl Catalog {
         .bind(run_id)
         .fetch_all(&self.reader)
         .await?;
-        let (suspect, db_host_id, server_version, started_at, finished_at): (Option<String>, Option<String>, Option<String>, Option<String>, Option<String>) =
-            sqlx::query_as("SELECT suspect_json, db_host_id, server_version, started_at, finished_at FROM runs WHERE run_id = ?")
-                .bind(run_id)
-                .fetch_one(&self.reader)
-                .await?;
+        let run = sqlx::query("SELECT suspect_json, db_host_id, server_version, started_at, finished_at FROM runs WHERE run_id = ?")
+            .bind(run_id)
+            .fetch_one(&self.reader)
+            .await?;
+        let text = |col: &str| -> Result<String, CatalogError> {
+            Ok(run.try_get::<Option<String>, _>(col)?.unwrap_or_default())
+        };
+        let suspect = text("suspect_json")?;
         Ok(RunDetailRecord {
             stats,
             settings,
-            suspect: suspect
-                .and_then(|s| serde_json::from_str(&s).ok())
-                .unwrap_or_default(),
+            suspect: serde_json::from_str(&suspect).unwrap_or_default(),
             shares: shares
                 .into_iter()
                 .map(|s| {
@@ -666,10 +656,10 @@ impl Catalog {
                     )
                 })
                 .collect(),
-            db_host_id: db_host_id.unwrap_or_default(),
-            server_version: server_version.unwrap_or_default(),
-            started_at: started_at.unwrap_or_default(),
-            finished_at: finished_at.unwrap_or_default(),
+            db_host_id: text("db_host_id")?,
+            server_version: text("server_version")?,
+            started_at: text("started_at")?,
+            finished_at: text("finished_at")?,
         })
     }
 

@@ -245,6 +245,21 @@ pub struct ProbeSummaryRow {
     pub runs: u32,
 }
 
+impl ProbeSummaryRow {
+    pub(super) fn from_row(row: &SqliteRow) -> Result<Self, CatalogError> {
+        Ok(Self {
+            target: row.try_get("target")?,
+            mode: row.try_get("mode")?,
+            chunk_bytes: u32_of(row, "chunk_bytes")?,
+            mb_per_s: row.try_get("mb_per_s")?,
+            system_cpu_s: row.try_get("system_cpu_s")?,
+            latency_avg_us: row.try_get("latency_avg_us")?,
+            latency_p99_us: row.try_get("latency_p99_us")?,
+            runs: u32_of(row, "runs")?,
+        })
+    }
+}
+
 /// The details of one run (`blocklab job ID --run N`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RunDetailRecord {

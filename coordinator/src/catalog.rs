@@ -294,7 +294,7 @@ impl Catalog {
             "UPDATE jobs SET state = ?, error = coalesce(?, error),
                started_at = CASE WHEN started_at IS NULL AND ? NOT IN ('queued') THEN ? ELSE started_at END,
                finished_at = CASE WHEN ? THEN ? ELSE finished_at END
-             WHERE job_id = ?",
+             WHERE job_id = ? AND state <> 'cancelled'",
         )
         .bind(state)
         .bind(error)
@@ -597,6 +597,48 @@ impl Catalog {
                     .await?;
             }
         }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Cancels a job that has not finished: the job and its queued runs become cancelled
+    /// (a running run is cancelled by its driver). Returns the job's state and how many runs
+    /// were cancelled here.
+    pub async fn cancel_job(&self, job_id: &str) -> Result<(String, u64), CatalogError> {
+        let mut tx = self.write().await?;
+        let state: Option<String> = sqlx::query_scalar("SELECT state FROM jobs WHERE job_id = ?")
+            .bind(job_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let state = state.ok_or_else(|| CatalogError::JobNotFound(job_id.to_string()))?;
+        if matches!(state.as_str(), "done" | "failed" | "cancelled") {
+            tx.rollback().await?;
+            return Ok((state, 0));
+        }
+        let n = sqlx::query("UPDATE runs SET state = 'cancelled', stage = 'cancelled', finished_at = ? WHERE job_id = ? AND state = 'queued'")
+            .bind(now())
+            .bind(job_id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        sqlx::query("UPDATE jobs SET state = 'cancelled', error = 'cancelled by request', finished_at = ? WHERE job_id = ?")
+            .bind(now())
+            .bind(job_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(("cancelled".into(), n))
+    }
+
+    /// Marks a running attempt cancelled.
+    pub async fn cancel_run(&self, run_id: &str, attempt: u32) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        sqlx::query("UPDATE runs SET state = 'cancelled', error = 'cancelled by request', finished_at = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
+            .bind(now())
+            .bind(run_id)
+            .bind(attempt)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(())
     }

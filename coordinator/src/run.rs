@@ -79,9 +79,35 @@ impl Scheduler {
             .await?;
         self.changed(job_id);
         tracing::info!(job_id, run_id, attempt, cell = %cell.label_in(spec), repetition = run.repetition, "run started");
-        let outcome = self
-            .measure(spec, cell, run_id, attempt, &agent, &sessions, job_id)
-            .await;
+        let mut cancelled = self.cancelled(job_id);
+        let outcome = tokio::select! {
+            o = self.measure(spec, cell, run_id, attempt, &agent, &sessions, job_id) => Some(o),
+            _ = cancelled.wait_for(|c| *c) => None,
+        };
+        let Some(outcome) = outcome else {
+            // Stop the load and the server of the cancelled attempt promptly.
+            let cancel = blocklab_proto::v1::CancelTask {
+                task_id: String::new(),
+                run_id: run_id.to_string(),
+                attempt,
+            };
+            for host in sessions.iter().chain(std::iter::once(&agent)) {
+                let _ = host
+                    .notify(coordinator_message::Kind::Cancel(cancel.clone()))
+                    .await;
+            }
+            let _ = agent
+                .call(
+                    run_id,
+                    attempt,
+                    task::Kind::StopServer(StopServerTask {}),
+                    STOP_TIMEOUT,
+                )
+                .await;
+            self.catalog.cancel_run(run_id, attempt).await?;
+            tracing::info!(run_id, attempt, "run cancelled");
+            return Ok(());
+        };
         match agent
             .call(
                 run_id,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use blocklab_proto::v1::{BuildOptions, BuildTask, SourceSpec, task, task_result::Outcome};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 use crate::catalog::{BuildRecord, Catalog, CatalogError};
 use crate::fleet::{HostSession, Registry};
@@ -29,6 +29,8 @@ pub struct Scheduler {
     pub catalog: Catalog,
     pub registry: Arc<Registry>,
     pub events: broadcast::Sender<String>,
+    /// Per running job: set to true when the job is cancelled.
+    cancels: std::sync::Mutex<std::collections::HashMap<String, watch::Sender<bool>>>,
 }
 
 impl Scheduler {
@@ -37,7 +39,35 @@ impl Scheduler {
             catalog,
             registry,
             events: broadcast::channel(1024).0,
+            cancels: std::sync::Mutex::new(std::collections::HashMap::new()),
         })
+    }
+
+    fn cancels(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, watch::Sender<bool>>> {
+        self.cancels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A receiver that turns true when `job_id` is cancelled.
+    pub(crate) fn cancelled(&self, job_id: &str) -> watch::Receiver<bool> {
+        self.cancels()
+            .entry(job_id.to_string())
+            .or_insert_with(|| watch::channel(false).0)
+            .subscribe()
+    }
+
+    /// Cancels a job: queued runs at once, the running one through its driver.
+    pub async fn cancel_job(&self, job_id: &str) -> Result<(String, u64), SchedulerError> {
+        let outcome = self.catalog.cancel_job(job_id).await?;
+        if let Some(tx) = self.cancels().get(job_id) {
+            let _ = tx.send(true);
+        }
+        self.changed(job_id);
+        tracing::info!(job_id, state = %outcome.0, runs = outcome.1, "job cancel requested");
+        Ok(outcome)
     }
 
     pub(crate) fn changed(&self, job_id: &str) {
@@ -48,7 +78,9 @@ impl Scheduler {
     pub fn start_job(self: &Arc<Self>, job_id: String) {
         let this = self.clone();
         tokio::spawn(async move {
-            if let Err(e) = this.drive(&job_id).await {
+            let result = this.drive(&job_id).await;
+            this.cancels().remove(&job_id);
+            if let Err(e) = result {
                 tracing::error!(job_id = %job_id, error = %e, "job driver failed");
                 let _ = this
                     .catalog
@@ -118,7 +150,11 @@ impl Scheduler {
         self.catalog.set_job_state(job_id, "running", None).await?;
         self.changed(job_id);
         let plan = spec.plan();
+        let cancelled = self.cancelled(job_id);
         for run in self.catalog.runs(job_id).await? {
+            if *cancelled.borrow() {
+                break;
+            }
             if run.state != "queued" {
                 continue;
             }
@@ -135,6 +171,10 @@ impl Scheduler {
     /// Marks a job done when every run finished, failed otherwise.
     pub(crate) async fn finish_job(&self, job_id: &str) -> Result<(), SchedulerError> {
         let job = self.catalog.job(job_id).await?;
+        if job.state == "cancelled" {
+            tracing::info!(job_id, "job cancelled");
+            return Ok(());
+        }
         let (state, error) = if job.runs_done == job.runs_total {
             ("done", None)
         } else {

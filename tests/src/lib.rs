@@ -42,6 +42,43 @@ pub struct Lab {
     pub addr: String,
     stop: watch::Sender<bool>,
     handles: Vec<tokio::task::JoinHandle<()>>,
+    children: Vec<std::process::Child>,
+}
+
+/// What a lab runs besides the coordinator and the agent.
+#[derive(Debug, Clone, Copy)]
+pub struct LabOptions {
+    /// Workers started in this process.
+    pub workers_in_process: usize,
+    /// Workers started as `blocklab-worker serve` processes.
+    pub worker_processes: usize,
+}
+
+impl Default for LabOptions {
+    fn default() -> Self {
+        Self { workers_in_process: 1, worker_processes: 0 }
+    }
+}
+
+/// The `blocklab-worker` binary of this workspace (built if it is not there yet).
+pub fn worker_binary() -> PathBuf {
+    binary("blocklab-worker")
+}
+
+/// A binary of this workspace, built if it is not there yet.
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    let target = exe.parent().and_then(|d| d.parent()).expect("target dir").to_path_buf();
+    let bin = target.join(name);
+    if !bin.is_file() {
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "--bin", name])
+            .stdin(std::process::Stdio::null())
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "building {name} failed");
+    }
+    bin
 }
 
 async fn stopped(mut rx: watch::Receiver<bool>) {
@@ -51,6 +88,12 @@ async fn stopped(mut rx: watch::Receiver<bool>) {
 impl Lab {
     /// Starts the three daemons and waits until both hosts are attached.
     pub async fn start() -> Self {
+        Self::start_with(LabOptions::default()).await
+    }
+
+    /// Starts a coordinator, an agent and the workers `opts` asks for, and waits until all
+    /// of them are attached.
+    pub async fn start_with(opts: LabOptions) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()))
             .with_test_writer()
@@ -94,21 +137,38 @@ impl Lab {
                 .expect("agent");
         }));
 
-        let mut worker = blocklab_worker::WorkerConfig::default_for(&addr);
-        worker.host_id = "e2e-client".into();
-        worker.advertise_addr = "127.0.0.1".into();
-        let rx = stop_rx.clone();
-        handles.push(tokio::spawn(async move {
-            blocklab_worker::serve(worker, stopped(rx))
-                .await
-                .expect("worker");
-        }));
+        for i in 0..opts.workers_in_process {
+            let mut worker = blocklab_worker::WorkerConfig::default_for(&addr);
+            worker.host_id = if i == 0 { "e2e-client".into() } else { format!("e2e-client-{i}") };
+            worker.advertise_addr = "127.0.0.1".into();
+            let rx = stop_rx.clone();
+            handles.push(tokio::spawn(async move {
+                blocklab_worker::serve(worker, stopped(rx))
+                    .await
+                    .expect("worker");
+            }));
+        }
+        let mut children = Vec::new();
+        for i in 0..opts.worker_processes {
+            let log = std::fs::File::create(dir.path().join(format!("worker-process-{i}.log"))).expect("log file");
+            let child = std::process::Command::new(worker_binary())
+                .args(["serve", "--coordinator", &addr, "--host-id", &format!("e2e-process-{i}"), "--advertise-addr", "127.0.0.1"])
+                .env("RUST_LOG", "info")
+                .stdin(std::process::Stdio::null())
+                .stdout(log.try_clone().expect("log"))
+                .stderr(log)
+                .spawn()
+                .expect("start blocklab-worker");
+            children.push(child);
+        }
+        let expected_hosts = 1 + opts.workers_in_process + opts.worker_processes;
 
         let lab = Self {
             dir,
             addr,
             stop,
             handles,
+            children,
         };
         let mut client = lab.client().await;
         wait_until(Duration::from_secs(30), "agent and worker attach", || {
@@ -116,7 +176,7 @@ impl Lab {
             async move {
                 c.list_hosts(ListHostsRequest {})
                     .await
-                    .map(|r| r.into_inner().hosts.iter().filter(|h| h.up).count() == 2)
+                    .map(|r| r.into_inner().hosts.iter().filter(|h| h.up).count() == expected_hosts)
                     .unwrap_or(false)
             }
         })
@@ -142,7 +202,11 @@ impl Lab {
     }
 
     /// Stops the daemons (the agent stops and removes any cluster it still runs).
-    pub async fn shutdown(self) {
+    pub async fn shutdown(mut self) {
+        for c in &mut self.children {
+            let _ = std::process::Command::new("kill").arg(c.id().to_string()).status();
+            let _ = c.wait();
+        }
         let _ = self.stop.send(true);
         for h in self.handles {
             let _ = tokio::time::timeout(Duration::from_secs(60), h).await;
@@ -164,4 +228,36 @@ where
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     panic!("timed out after {timeout:?} waiting for: {what}");
+}
+
+/// Finds the `postmaster.pid` files under `dir` (the agent's running clusters).
+pub fn postmaster_pids(dir: &std::path::Path) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.is_symlink() {
+            out.extend(postmaster_pids(&p));
+        } else if p.file_name().is_some_and(|n| n == "postmaster.pid")
+            && let Some(pid) = std::fs::read_to_string(&p).ok().and_then(|t| t.lines().next().and_then(|l| l.trim().parse().ok()))
+        {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Submits a spec and follows the job until it finishes; returns the job id and its final state.
+pub async fn run_job(client: &mut ControlClient<Channel>, spec: &str, timeout: Duration) -> (String, String) {
+    let submitted = client
+        .submit_job(blocklab_proto::v1::SubmitJobRequest { spec_toml: spec.to_string() })
+        .await
+        .expect("submit")
+        .into_inner();
+    let mut out = Vec::new();
+    let last = tokio::time::timeout(timeout, blocklab_coordinator::cli::watch(client, &submitted.job_id, &mut out))
+        .await
+        .expect("job finished in time")
+        .expect("watch");
+    (submitted.job_id, last.map(|j| j.state).unwrap_or_default())
 }

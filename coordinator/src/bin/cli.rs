@@ -52,6 +52,8 @@ enum Command {
     Builds,
     /// Follow a job until it finishes.
     Watch { job_id: String },
+    /// Cancel a job: its load and servers stop within seconds, its runs are marked cancelled.
+    Cancel { job_id: String },
     /// One row per cell: proven block sizes, mean tps, % change vs the baseline.
     Results {
         job_id: String,
@@ -126,6 +128,19 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let mut client = cli::connect(&addr).await?;
             let r = client.list_builds(ListBuildsRequest {}).await?.into_inner();
             println!("{}", cli::render_builds(&r.builds));
+        }
+        Command::Cancel { job_id } => {
+            let mut client = cli::connect(&addr).await?;
+            let r = client
+                .cancel_job(CancelJobRequest {
+                    job_id: job_id.clone(),
+                })
+                .await?
+                .into_inner();
+            println!(
+                "job {job_id}: {} ({} queued runs cancelled)",
+                r.state, r.runs_cancelled
+            );
         }
         Command::Watch { job_id } => {
             let mut client = cli::connect(&addr).await?;

@@ -34,6 +34,8 @@ pub enum CallError {
     Timeout { host: String, timeout: Duration },
 }
 
+type Pending = (String, u32, oneshot::Sender<TaskResult>);
+
 /// One attached host.
 pub struct HostSession {
     pub host_id: String,
@@ -42,7 +44,8 @@ pub struct HostSession {
     pub address: String,
     generation: u64,
     tx: mpsc::Sender<Result<CoordinatorMessage, Status>>,
-    pending: Mutex<HashMap<String, oneshot::Sender<TaskResult>>>,
+    /// task id -> (run id, attempt, waiter): a result is delivered only if it echoes both.
+    pending: Mutex<HashMap<String, Pending>>,
     last_seen: Mutex<Instant>,
     /// Held by whoever runs work on this host: one run at a time per host.
     pub busy: Arc<tokio::sync::Mutex<()>>,
@@ -72,7 +75,8 @@ impl HostSession {
         timeout: Duration,
     ) -> Result<task_result::Outcome, CallError> {
         let (done_tx, done_rx) = oneshot::channel();
-        self.lock_pending().insert(task_id.to_string(), done_tx);
+        self.lock_pending()
+            .insert(task_id.to_string(), (run_id.to_string(), attempt, done_tx));
         let msg = CoordinatorMessage {
             kind: Some(coordinator_message::Kind::Task(Task {
                 task_id: task_id.to_string(),
@@ -108,9 +112,7 @@ impl HostSession {
             .map_err(|_| CallError::Disconnected(self.host_id.clone()))
     }
 
-    fn lock_pending(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<TaskResult>>> {
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
         self.pending
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -131,8 +133,16 @@ impl HostSession {
     }
 
     fn deliver(&self, result: TaskResult) {
-        if let Some(tx) = self.lock_pending().remove(&result.task_id) {
-            let _ = tx.send(result);
+        let mut pending = self.lock_pending();
+        let current = pending
+            .get(&result.task_id)
+            .is_some_and(|(run, attempt, _)| *run == result.run_id && *attempt == result.attempt);
+        if current {
+            if let Some((_, _, tx)) = pending.remove(&result.task_id) {
+                let _ = tx.send(result);
+            }
+        } else if pending.contains_key(&result.task_id) {
+            tracing::warn!(host_id = %self.host_id, task_id = %result.task_id, run_id = %result.run_id, attempt = result.attempt, "result from a stale attempt rejected");
         } else {
             tracing::warn!(host_id = %self.host_id, task_id = %result.task_id, run_id = %result.run_id, attempt = result.attempt, "result for an unknown or abandoned task ignored");
         }

@@ -10,6 +10,7 @@ use comfy_table::Table;
 use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 
+pub use crate::report::render::{Format, render_compare, render_results};
 use crate::spec::{JobSpec, Plan, Spec};
 
 #[derive(Debug, thiserror::Error)]
@@ -287,76 +288,6 @@ pub fn render_hosts(hosts: &[HostInfo]) -> String {
         ]);
     }
     t.to_string()
-}
-
-/// One row per cell: proven sizes, mean tps over repetitions, change vs the baseline.
-pub fn render_results(r: &QueryResultsResponse, format: &str) -> String {
-    let header = [
-        "cell",
-        "block_size",
-        "wal_block_size",
-        "clients",
-        "runs ok",
-        "tps mean",
-        "tps stddev",
-        "% change vs baseline",
-    ];
-    let rows: Vec<Vec<String>> = r
-        .cells
-        .iter()
-        .map(|c| {
-            vec![
-                c.label.clone(),
-                size(c.proven_block_size),
-                size(c.proven_wal_block_size),
-                c.clients.to_string(),
-                format!("{}/{}", c.runs_ok, c.runs_total),
-                if c.runs_ok > 0 {
-                    format!("{:.1}", c.tps_mean)
-                } else {
-                    "-".into()
-                },
-                if c.runs_ok > 1 {
-                    format!("{:.1}", c.tps_stddev)
-                } else {
-                    "-".into()
-                },
-                match (c.is_baseline, c.pct_change_vs_baseline) {
-                    (true, _) => "baseline".into(),
-                    (false, Some(p)) => format!("{p:+.1}%"),
-                    (false, None) => "-".into(),
-                },
-            ]
-        })
-        .collect();
-    match format {
-        "csv" => {
-            let mut out = header.join(",") + "\n";
-            for row in rows {
-                out.push_str(
-                    &row.iter()
-                        .map(|v| {
-                            if v.contains(',') {
-                                format!("\"{v}\"")
-                            } else {
-                                v.clone()
-                            }
-                        })
-                        .collect::<Vec<_>>()
-                        .join(","),
-                );
-                out.push('\n');
-            }
-            out
-        }
-        _ => {
-            let mut t = table(&header);
-            for row in rows {
-                t.add_row(row);
-            }
-            format!("{t}\ncatalog: {}", r.catalog_path)
-        }
-    }
 }
 
 /// Follows a job until it finishes, printing one line per change.

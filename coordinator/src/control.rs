@@ -10,9 +10,9 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use crate::catalog::{CatalogError, JobRecord, RunRecord};
+use crate::report::{self, ReportError};
 use crate::scheduler::Scheduler;
 use crate::spec::{JobSpec, SpecError};
-use crate::stats;
 
 /// Bad specs are the caller's fault; a missing job is not found; the rest is unavailable.
 impl From<SpecError> for Status {
@@ -26,6 +26,15 @@ impl From<CatalogError> for Status {
         match e {
             CatalogError::JobNotFound(_) => Status::not_found(e.to_string()),
             other => Status::unavailable(other.to_string()),
+        }
+    }
+}
+
+impl From<ReportError> for Status {
+    fn from(e: ReportError) -> Self {
+        match e {
+            ReportError::Catalog(c) => c.into(),
+            other => Status::invalid_argument(other.to_string()),
         }
     }
 }
@@ -349,58 +358,35 @@ impl Control for ControlService {
         &self,
         request: Request<QueryResultsRequest>,
     ) -> Result<Response<QueryResultsResponse>, Status> {
-        let id = request.into_inner().job_id;
-        check_job_id(&id)?;
-        let catalog = &self.scheduler.catalog;
-        catalog.job(&id).await?;
-        let cells = catalog.cells(&id).await?;
-        let runs = catalog.runs(&id).await?;
-        let mut out: Vec<CellResult> = cells
-            .iter()
-            .map(|c| {
-                let mine: Vec<&RunRecord> = runs
-                    .iter()
-                    .filter(|r| r.cell_index == c.cell_index)
-                    .collect();
-                let tps: Vec<f64> = mine
-                    .iter()
-                    .filter(|r| r.state == "done")
-                    .filter_map(|r| r.tps)
-                    .collect();
-                let (mean, sd) = stats::mean_stddev(&tps).unwrap_or((0.0, 0.0));
-                CellResult {
-                    cell_index: c.cell_index,
-                    label: c.label.clone(),
-                    block_size_kb: c.block_size_kb,
-                    wal_block_size_kb: c.wal_block_size_kb,
-                    clients: c.clients,
-                    proven_block_size: mine.iter().map(|r| r.block_size).max().unwrap_or(0),
-                    proven_wal_block_size: mine.iter().map(|r| r.wal_block_size).max().unwrap_or(0),
-                    runs_ok: u32::try_from(tps.len()).unwrap_or(u32::MAX),
-                    runs_total: u32::try_from(mine.len()).unwrap_or(u32::MAX),
-                    tps_mean: mean,
-                    tps_stddev: sd,
-                    latency_avg_ms_mean: 0.0,
-                    is_baseline: c.is_baseline,
-                    pct_change_vs_baseline: None,
-                    ..Default::default()
-                }
-            })
-            .collect();
-        let base = out
-            .iter()
-            .find(|c| c.is_baseline && c.runs_ok > 0)
-            .map(|c| c.tps_mean);
-        for c in &mut out {
-            if !c.is_baseline && c.runs_ok > 0 {
-                c.pct_change_vs_baseline = base.and_then(|b| stats::pct_change(c.tps_mean, b));
-            }
-        }
-        Ok(Response::new(QueryResultsResponse {
-            job_id: id,
-            cells: out,
-            catalog_path: self.catalog_path.clone(),
-        }))
+        let req = request.into_inner();
+        check_job_id(&req.job_id)?;
+        let r = report::query_results(&self.scheduler.catalog, &self.catalog_path, &req).await?;
+        Ok(Response::new(r))
+    }
+
+    async fn export_job(
+        &self,
+        request: Request<ExportJobRequest>,
+    ) -> Result<Response<JobExport>, Status> {
+        let req = request.into_inner();
+        check_job_id(&req.job_id)?;
+        let r = report::export_job(&self.scheduler.catalog, &self.catalog_path, &req).await?;
+        Ok(Response::new(r))
+    }
+
+    async fn compare_jobs(
+        &self,
+        request: Request<CompareJobsRequest>,
+    ) -> Result<Response<CompareJobsResponse>, Status> {
+        let req = request.into_inner();
+        check_job_id(&req.job_a).map_err(|_| {
+            Status::invalid_argument(format!("job_a: {:?} is not a job id (a UUID)", req.job_a))
+        })?;
+        check_job_id(&req.job_b).map_err(|_| {
+            Status::invalid_argument(format!("job_b: {:?} is not a job id (a UUID)", req.job_b))
+        })?;
+        let r = report::compare_jobs(&self.scheduler.catalog, &req).await?;
+        Ok(Response::new(r))
     }
 }
 

@@ -14,6 +14,7 @@ pub mod control;
 pub mod fleet;
 pub mod merge;
 mod probe;
+pub mod report;
 mod run;
 pub mod scheduler;
 pub mod spec;

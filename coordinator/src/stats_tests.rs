@@ -90,12 +90,12 @@ fn t_distribution_matches_scipy() {
 fn summary_matches_scipy() {
     let s = summarize(&A).expect("non-empty");
     assert_eq!(s.n, 3);
-    assert_close(s.mean, 1232.166_666_666_666_7);
+    assert_close(s.mean, 1_232.166_666_666_666_7);
     assert_close(s.stddev, 20.897_926_531_915_35);
     assert_close(s.cv.expect("cv"), 0.016_960_308_290_476_407);
     assert_pair(
         s.ci95.expect("ci"),
-        (1180.253_339_271_348, 1284.079_994_061_985_4),
+        (1_180.253_339_271_348, 1_284.079_994_061_985_4),
     );
 
     let s = summarize(&B).expect("non-empty");
@@ -103,7 +103,7 @@ fn summary_matches_scipy() {
     assert_close(s.cv.expect("cv"), 0.012_173_307_604_661_695);
     assert_pair(
         s.ci95.expect("ci"),
-        (1264.114_260_477_122, 1342.952_406_189_544_7),
+        (1_264.114_260_477_122, 1_342.952_406_189_544_7),
     );
 
     let s = summarize(&L0).expect("non-empty");

@@ -56,7 +56,10 @@ pub struct LabOptions {
 
 impl Default for LabOptions {
     fn default() -> Self {
-        Self { workers_in_process: 1, worker_processes: 0 }
+        Self {
+            workers_in_process: 1,
+            worker_processes: 0,
+        }
     }
 }
 
@@ -68,7 +71,11 @@ pub fn worker_binary() -> PathBuf {
 /// A binary of this workspace, built if it is not there yet.
 pub fn binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable");
-    let target = exe.parent().and_then(|d| d.parent()).expect("target dir").to_path_buf();
+    let target = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target dir")
+        .to_path_buf();
     let bin = target.join(name);
     if !bin.is_file() {
         let status = std::process::Command::new(env!("CARGO"))
@@ -139,7 +146,11 @@ impl Lab {
 
         for i in 0..opts.workers_in_process {
             let mut worker = blocklab_worker::WorkerConfig::default_for(&addr);
-            worker.host_id = if i == 0 { "e2e-client".into() } else { format!("e2e-client-{i}") };
+            worker.host_id = if i == 0 {
+                "e2e-client".into()
+            } else {
+                format!("e2e-client-{i}")
+            };
             worker.advertise_addr = "127.0.0.1".into();
             let rx = stop_rx.clone();
             handles.push(tokio::spawn(async move {
@@ -150,9 +161,18 @@ impl Lab {
         }
         let mut children = Vec::new();
         for i in 0..opts.worker_processes {
-            let log = std::fs::File::create(dir.path().join(format!("worker-process-{i}.log"))).expect("log file");
+            let log = std::fs::File::create(dir.path().join(format!("worker-process-{i}.log")))
+                .expect("log file");
             let child = std::process::Command::new(worker_binary())
-                .args(["serve", "--coordinator", &addr, "--host-id", &format!("e2e-process-{i}"), "--advertise-addr", "127.0.0.1"])
+                .args([
+                    "serve",
+                    "--coordinator",
+                    &addr,
+                    "--host-id",
+                    &format!("e2e-process-{i}"),
+                    "--advertise-addr",
+                    "127.0.0.1",
+                ])
                 .env("RUST_LOG", "info")
                 .stdin(std::process::Stdio::null())
                 .stdout(log.try_clone().expect("log"))
@@ -204,7 +224,9 @@ impl Lab {
     /// Stops the daemons (the agent stops and removes any cluster it still runs).
     pub async fn shutdown(mut self) {
         for c in &mut self.children {
-            let _ = std::process::Command::new("kill").arg(c.id().to_string()).status();
+            let _ = std::process::Command::new("kill")
+                .arg(c.id().to_string())
+                .status();
             let _ = c.wait();
         }
         let _ = self.stop.send(true);
@@ -233,13 +255,17 @@ where
 /// Finds the `postmaster.pid` files under `dir` (the agent's running clusters).
 pub fn postmaster_pids(dir: &std::path::Path) -> Vec<u32> {
     let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
     for e in entries.flatten() {
         let p = e.path();
         if p.is_dir() && !p.is_symlink() {
             out.extend(postmaster_pids(&p));
         } else if p.file_name().is_some_and(|n| n == "postmaster.pid")
-            && let Some(pid) = std::fs::read_to_string(&p).ok().and_then(|t| t.lines().next().and_then(|l| l.trim().parse().ok()))
+            && let Some(pid) = std::fs::read_to_string(&p)
+                .ok()
+                .and_then(|t| t.lines().next().and_then(|l| l.trim().parse().ok()))
         {
             out.push(pid);
         }
@@ -248,16 +274,25 @@ pub fn postmaster_pids(dir: &std::path::Path) -> Vec<u32> {
 }
 
 /// Submits a spec and follows the job until it finishes; returns the job id and its final state.
-pub async fn run_job(client: &mut ControlClient<Channel>, spec: &str, timeout: Duration) -> (String, String) {
+pub async fn run_job(
+    client: &mut ControlClient<Channel>,
+    spec: &str,
+    timeout: Duration,
+) -> (String, String) {
     let submitted = client
-        .submit_job(blocklab_proto::v1::SubmitJobRequest { spec_toml: spec.to_string() })
+        .submit_job(blocklab_proto::v1::SubmitJobRequest {
+            spec_toml: spec.to_string(),
+        })
         .await
         .expect("submit")
         .into_inner();
     let mut out = Vec::new();
-    let last = tokio::time::timeout(timeout, blocklab_coordinator::cli::watch(client, &submitted.job_id, &mut out))
-        .await
-        .expect("job finished in time")
-        .expect("watch");
+    let last = tokio::time::timeout(
+        timeout,
+        blocklab_coordinator::cli::watch(client, &submitted.job_id, &mut out),
+    )
+    .await
+    .expect("job finished in time")
+    .expect("watch");
     (submitted.job_id, last.map(|j| j.state).unwrap_or_default())
 }

@@ -37,44 +37,87 @@ separate_wal = true
         .into_inner();
     let job = submitted.job_id.clone();
     // Wait until the first run measures, then kill its postmaster.
-    let mut c = client.clone();
+    let c = client.clone();
     let j = job.clone();
-    wait_until(Duration::from_secs(15 * 60), "first run measuring", move || {
-        let mut c = c.clone();
-        let j = j.clone();
-        async move {
-            let r = c.get_job(GetJobRequest { job_id: j, run: 0 }).await.expect("job").into_inner();
-            r.runs.first().is_some_and(|r| r.stage == "measuring")
-        }
-    })
+    wait_until(
+        Duration::from_secs(15 * 60),
+        "first run measuring",
+        move || {
+            let mut c = c.clone();
+            let j = j.clone();
+            async move {
+                let r = c
+                    .get_job(GetJobRequest { job_id: j, run: 0 })
+                    .await
+                    .expect("job")
+                    .into_inner();
+                r.runs.first().is_some_and(|r| r.stage == "measuring")
+            }
+        },
+    )
     .await;
-    let _ = &mut c;
     let pids = postmaster_pids(lab.dir.path());
     assert_eq!(pids.len(), 1, "one running cluster: {pids:?}");
-    let status = std::process::Command::new("kill").args(["-9", &pids[0].to_string()]).status().expect("kill");
+    let status = std::process::Command::new("kill")
+        .args(["-9", &pids[0].to_string()])
+        .status()
+        .expect("kill");
     assert!(status.success());
 
     let mut out = Vec::new();
-    let last = tokio::time::timeout(Duration::from_secs(600), blocklab_coordinator::cli::watch(&mut client, &job, &mut out))
-        .await
-        .expect("job finished")
-        .expect("watch")
-        .expect("a final state");
-    assert_eq!(last.state, "failed", "one run failed, so the job reports it");
+    let last = tokio::time::timeout(
+        Duration::from_secs(600),
+        blocklab_coordinator::cli::watch(&mut client, &job, &mut out),
+    )
+    .await
+    .expect("job finished")
+    .expect("watch")
+    .expect("a final state");
+    assert_eq!(
+        last.state, "failed",
+        "one run failed, so the job reports it"
+    );
     assert_eq!((last.runs_done, last.runs_failed), (1, 1));
-    let r = client.get_job(GetJobRequest { job_id: job.clone(), run: 1 }).await.expect("job").into_inner();
+    let r = client
+        .get_job(GetJobRequest {
+            job_id: job.clone(),
+            run: 1,
+        })
+        .await
+        .expect("job")
+        .into_inner();
     let first = &r.runs[0];
     assert_eq!(first.state, "failed");
-    assert_eq!(first.stage, "measuring", "failed at the stage it was in: {first:?}");
+    assert_eq!(
+        first.stage, "measuring",
+        "failed at the stage it was in: {first:?}"
+    );
     assert!(!first.error.is_empty());
     assert_eq!(r.runs[1].state, "done", "the next run proceeded");
 
     // The good run has server-statistics deltas and its WAL dir was separate.
-    let d = client.get_job(GetJobRequest { job_id: job.clone(), run: 2 }).await.expect("job").into_inner().run_detail.expect("detail");
+    let d = client
+        .get_job(GetJobRequest {
+            job_id: job.clone(),
+            run: 2,
+        })
+        .await
+        .expect("job")
+        .into_inner()
+        .run_detail
+        .expect("detail");
     let stat = |n: &str| d.stats.iter().find(|s| s.name == n).map(|s| s.delta);
-    assert!(stat("db.xact_commit").unwrap_or(0.0) > 0.0, "commits counted: {:?}", d.stats);
+    assert!(
+        stat("db.xact_commit").unwrap_or(0.0) > 0.0,
+        "commits counted: {:?}",
+        d.stats
+    );
     assert!(stat("wal_lsn_bytes").unwrap_or(0.0) > 0.0, "WAL written");
-    assert!(d.settings.iter().any(|s| s.name == "shared_buffers" || s.name == "port"));
+    assert!(
+        d.settings
+            .iter()
+            .any(|s| s.name == "shared_buffers" || s.name == "port")
+    );
 
     // The I/O probe on the same agent.
     let probe = r#"
@@ -89,7 +132,12 @@ fsync_writes = 20
 "#;
     let (probe_job, state) = run_job(&mut client, probe, Duration::from_secs(600)).await;
     assert_eq!(state, "done");
-    let db = sqlx::SqlitePool::connect(&format!("sqlite://{}?mode=ro", lab.catalog_path().display())).await.expect("catalog");
+    let db = sqlx::SqlitePool::connect(&format!(
+        "sqlite://{}?mode=ro",
+        lab.catalog_path().display()
+    ))
+    .await
+    .expect("catalog");
     let rows = sqlx::query("SELECT target, mode, chunk_bytes, mb_per_s FROM probe_results WHERE job_id = ? ORDER BY target, mode, chunk_bytes")
         .bind(&probe_job)
         .fetch_all(&db)
@@ -102,10 +150,20 @@ fsync_writes = 20
             .map(|r| (r.get("mode"), r.get("chunk_bytes")))
             .collect();
         for chunk in [4096, 65536, 1048576] {
-            assert!(mine.contains(&("read-buffered".to_string(), chunk)), "{target} buffered {chunk}: {mine:?}");
+            assert!(
+                mine.contains(&("read-buffered".to_string(), chunk)),
+                "{target} buffered {chunk}: {mine:?}"
+            );
         }
-        assert!(mine.iter().any(|(m, _)| m == "write-fdatasync"), "{target}: {mine:?}");
+        assert!(
+            mine.iter().any(|(m, _)| m == "write-fdatasync"),
+            "{target}: {mine:?}"
+        );
     }
-    assert!(rows.iter().filter(|r| r.get::<String, _>("mode") == "read-buffered").all(|r| r.get::<f64, _>("mb_per_s") > 0.0));
+    assert!(
+        rows.iter()
+            .filter(|r| r.get::<String, _>("mode") == "read-buffered")
+            .all(|r| r.get::<f64, _>("mb_per_s") > 0.0)
+    );
     lab.shutdown().await;
 }

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use blocklab_coordinator::cli;
+use anyhow::Context as _;
+use blocklab_coordinator::{cli, report};
 use blocklab_proto::v1::*;
 use clap::{Parser, Subcommand};
 
@@ -54,12 +55,75 @@ enum Command {
     Watch { job_id: String },
     /// Cancel a job: its load and servers stop within seconds, its runs are marked cancelled.
     Cancel { job_id: String },
-    /// One row per cell: proven block sizes, mean tps, % change vs the baseline.
+    /// One row per cell: proven block sizes, n, mean, stddev, CV, 95% CI, % change vs the
+    /// baseline with its 95% CI, Welch's p-value, verdict, suspect runs.
+    #[command(after_long_help = RESULTS_HELP)]
     Results {
         job_id: String,
-        #[arg(long, default_value = "table", value_parser = ["table", "csv"])]
-        format: String,
+        #[command(flatten)]
+        opts: TableOpts,
     },
+    /// Compare like cells of two jobs (same page sizes, clients and varied dimensions):
+    /// A's cell is the baseline, B's the treatment, with the same statistics as `results`.
+    #[command(after_long_help = RESULTS_HELP)]
+    Compare {
+        job_a: String,
+        job_b: String,
+        #[command(flatten)]
+        opts: TableOpts,
+    },
+    /// Write SVG charts: the metric against page size with 95% CI error bars, and per-second
+    /// tps traces of every run of each cell.
+    Plot {
+        job_id: String,
+        /// Directory for the SVG files (created if missing).
+        #[arg(long, default_value = ".")]
+        out: PathBuf,
+        #[arg(long, default_value = "tps", value_parser = METRICS)]
+        metric: String,
+    },
+    /// Write one self-contained HTML report: summary, results, charts, host facts, builds,
+    /// runs (order, start times, suspect reasons) and each run's effective settings.
+    Report {
+        job_id: String,
+        /// Output file (default: blocklab-report-<job id>.html).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, default_value = "tps", value_parser = METRICS)]
+        metric: String,
+    },
+}
+
+const METRICS: [&str; 8] = [
+    "tps",
+    "tps_incl_conn",
+    "latency_avg_ms",
+    "latency_p50_ms",
+    "latency_p90_ms",
+    "latency_p99_ms",
+    "latency_p999_ms",
+    "latency_max_ms",
+];
+
+const RESULTS_HELP: &str = "Statistics: per cell over its runs, n, mean, sample stddev, CV = stddev/mean and the \
+95% CI of the mean (Student t, n-1 df). Against the baseline (the cell with the baseline page sizes \
+and the same clients and other dimensions): % change of the mean with its 95% CI (Welch's CI of the \
+difference of means divided by the baseline mean), Welch's two-sided p-value, and a verdict: \
+faster/slower (higher tps, lower latency is faster) when p < 0.05 and the CI excludes 0, \
+'no significant difference' otherwise, 'insufficient data' when either side has fewer than 2 runs.
+
+Suspect runs: a run is suspect when the coordinator flagged it (a checkpoint in the measured \
+window, a server restart, client CPU saturated, errors). Suspect runs are shown and counted, and \
+excluded from a cell's statistics, unless excluding them would leave the cell with fewer than 2 \
+runs: then all the cell's runs are used and the cell is marked (\"included\").";
+
+#[derive(clap::Args)]
+struct TableOpts {
+    /// Metric to summarise.
+    #[arg(long, default_value = "tps", value_parser = METRICS)]
+    metric: String,
+    #[arg(long, default_value = "table", value_parser = blocklab_coordinator::report::render::FORMATS)]
+    format: String,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -146,7 +210,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let mut client = cli::connect(&addr).await?;
             return finish_watch(&mut client, &job_id).await;
         }
-        Command::Results { job_id, format } => {
+        Command::Results { job_id, opts } => {
+            let format = cli::Format::parse(&opts.format)?;
             let mut client = cli::connect(&addr).await?;
             if let Some(probe) = cli::probe_results_if_probe(&mut client, &job_id).await? {
                 println!("{probe}");
@@ -155,11 +220,53 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let r = client
                 .query_results(QueryResultsRequest {
                     job_id,
-                    ..Default::default()
+                    metric: opts.metric,
                 })
                 .await?
                 .into_inner();
-            println!("{}", cli::render_results(&r, &format));
+            print!("{}", cli::render_results(&r, format));
+        }
+        Command::Compare { job_a, job_b, opts } => {
+            let format = cli::Format::parse(&opts.format)?;
+            let mut client = cli::connect(&addr).await?;
+            let r = client
+                .compare_jobs(CompareJobsRequest {
+                    job_a,
+                    job_b,
+                    metric: opts.metric,
+                })
+                .await?
+                .into_inner();
+            print!("{}", cli::render_compare(&r, format));
+        }
+        Command::Plot {
+            job_id,
+            out,
+            metric,
+        } => {
+            let mut client = cli::connect(&addr).await?;
+            let export = export(&mut client, job_id, metric).await?;
+            std::fs::create_dir_all(&out)
+                .with_context(|| format!("--out: cannot create {}", out.display()))?;
+            for chart in report::plot::charts(&export) {
+                let path = out.join(&chart.file_name);
+                std::fs::write(&path, &chart.svg)
+                    .with_context(|| format!("--out: cannot write {}", path.display()))?;
+                println!("{}", path.display());
+            }
+        }
+        Command::Report {
+            job_id,
+            out,
+            metric,
+        } => {
+            let mut client = cli::connect(&addr).await?;
+            let out =
+                out.unwrap_or_else(|| PathBuf::from(format!("blocklab-report-{job_id}.html")));
+            let export = export(&mut client, job_id, metric).await?;
+            std::fs::write(&out, report::html::report(&export))
+                .with_context(|| format!("--out: cannot write {}", out.display()))?;
+            println!("{}", out.display());
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -182,11 +289,26 @@ async fn finish_watch(client: &mut ControlClient, job_id: &str) -> anyhow::Resul
         })
         .await?
         .into_inner();
-    println!("{}", cli::render_results(&r, "table"));
+    print!("{}", cli::render_results(&r, cli::Format::Table));
     Ok(match last {
         Some(j) if j.state == "done" => ExitCode::SUCCESS,
         _ => ExitCode::from(2),
     })
+}
+
+async fn export(
+    client: &mut ControlClient,
+    job_id: String,
+    metric: String,
+) -> anyhow::Result<JobExport> {
+    Ok(client
+        .export_job(ExportJobRequest {
+            job_id,
+            metric,
+            include_samples: true,
+        })
+        .await?
+        .into_inner())
 }
 
 type ControlClient = control_client::ControlClient<tonic::transport::Channel>;

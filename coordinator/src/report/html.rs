@@ -1,0 +1,303 @@
+//! `blocklab report`: one self-contained HTML file (inline CSS, inline SVG, no external
+//! assets) with the job summary, the results table, the charts, the database host's facts,
+//! the builds, every run with its start time and suspect reasons, and each run's settings.
+
+use std::fmt::Write as _;
+
+use blocklab_proto::v1::*;
+
+use super::plot::{self, esc};
+use super::render::{self, table_rows};
+use crate::stats::{Metric, SUSPECT_RULE};
+
+const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222;max-width:1400px}\
+table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:13px}\
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}\
+th{background:#f0f0f0}tr.suspect td{background:#fff4e0}td.num{text-align:right}\
+pre{background:#f7f7f7;padding:0.8em;overflow-x:auto}h2{margin-top:1.6em}\
+.charts svg{margin:0.5em 1em 0.5em 0;border:1px solid #ddd}.note{color:#555;font-size:13px}";
+
+fn table(out: &mut String, class: &str, header: &[String], rows: &[Vec<String>], marks: &[bool]) {
+    let _ = write!(out, r#"<table class="{class}"><thead><tr>"#);
+    for h in header {
+        let _ = write!(out, "<th>{}</th>", esc(h));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for (i, r) in rows.iter().enumerate() {
+        let mark = marks.get(i).copied().unwrap_or(false);
+        out.push_str(if mark {
+            r#"<tr class="suspect">"#
+        } else {
+            "<tr>"
+        });
+        for v in r {
+            let _ = write!(out, "<td>{}</td>", esc(v));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>\n");
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// A host's facts as (key, value) rows; nested values as compact JSON.
+pub fn fact_rows(facts_json: &str) -> Vec<Vec<String>> {
+    match serde_json::from_str::<serde_json::Value>(facts_json) {
+        Ok(serde_json::Value::Object(m)) => m
+            .into_iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                vec![k, v]
+            })
+            .collect(),
+        _ => vec![vec!["facts".into(), facts_json.to_string()]],
+    }
+}
+
+fn summary(out: &mut String, e: &JobExport) {
+    let j = e.job.clone().unwrap_or_default();
+    let seed = e.seed.map(|s| s.to_string()).unwrap_or_else(|| "-".into());
+    let rows = vec![
+        vec!["job id".into(), j.job_id.clone()],
+        vec!["name".into(), j.name.clone()],
+        vec!["state".into(), j.state.clone()],
+        vec![
+            "runs done / total / failed".into(),
+            format!("{} / {} / {}", j.runs_done, j.runs_total, j.runs_failed),
+        ],
+        vec!["database host".into(), j.db_host_id.clone()],
+        vec!["run order".into(), e.run_order.clone()],
+        vec!["shuffle seed".into(), seed],
+        vec![
+            "created / started / finished".into(),
+            format!("{} / {} / {}", j.created_at, e.started_at, e.finished_at),
+        ],
+        vec!["metric".into(), e.metric.clone()],
+        vec!["catalog".into(), e.catalog_path.clone()],
+    ];
+    table(out, "summary", &strings(&["", "job"]), &rows, &[]);
+    if !j.error.is_empty() {
+        let _ = write!(out, "<p>error: {}</p>", esc(&j.error));
+    }
+}
+
+fn runs(out: &mut String, e: &JobExport) {
+    let label = |i: u32| {
+        e.cells
+            .iter()
+            .find(|c| c.cell_index == i)
+            .map(|c| c.label.clone())
+            .unwrap_or_default()
+    };
+    let header = strings(&[
+        "#",
+        "cell",
+        "rep",
+        "attempt",
+        "state",
+        "stage",
+        "started",
+        "finished",
+        "db host",
+        "worker",
+        "block_size",
+        "wal_block_size",
+        "server version",
+        "build key",
+        "tps",
+        "latency avg ms",
+        "latency p99 ms",
+        "failures",
+        "suspect reasons",
+        "error",
+    ]);
+    let mut rows = Vec::new();
+    let mut marks = Vec::new();
+    for r in &e.runs {
+        let m = r.result;
+        let f =
+            |v: Option<f64>, d: usize| v.map(|v| format!("{v:.d$}")).unwrap_or_else(|| "-".into());
+        rows.push(vec![
+            (r.sequence + 1).to_string(),
+            label(r.cell_index),
+            (r.repetition + 1).to_string(),
+            r.attempt.to_string(),
+            r.state.clone(),
+            r.stage.clone(),
+            r.started_at.clone(),
+            r.finished_at.clone(),
+            r.db_host_id.clone(),
+            r.worker_host_id.clone(),
+            r.block_size.to_string(),
+            r.wal_block_size.to_string(),
+            r.server_version.clone(),
+            format!(
+                "{}{}",
+                r.build_key,
+                if r.build_reused { " (cached)" } else { "" }
+            ),
+            f(m.as_ref().map(|m| m.tps), 1),
+            f(m.as_ref().map(|m| m.latency_avg_ms), 3),
+            f(m.as_ref().map(|m| m.latency_p99_ms), 3),
+            m.as_ref()
+                .map(|m| m.failures.to_string())
+                .unwrap_or_else(|| "-".into()),
+            r.suspect_reasons.join("; "),
+            r.error.lines().next().unwrap_or("").to_string(),
+        ]);
+        marks.push(!r.suspect_reasons.is_empty());
+    }
+    table(out, "runs", &header, &rows, &marks);
+}
+
+fn settings(out: &mut String, e: &JobExport) {
+    let header = strings(&["#", "cell", "name", "setting", "unit", "source"]);
+    let mut rows = Vec::new();
+    for r in &e.runs {
+        let cell = e.cells.iter().find(|c| c.cell_index == r.cell_index);
+        for s in &r.settings {
+            rows.push(vec![
+                (r.sequence + 1).to_string(),
+                cell.map(|c| c.label.clone()).unwrap_or_default(),
+                s.name.clone(),
+                s.setting.clone(),
+                s.unit.clone(),
+                s.source.clone(),
+            ]);
+        }
+    }
+    table(out, "settings", &header, &rows, &[]);
+    let stats: Vec<Vec<String>> = e
+        .runs
+        .iter()
+        .flat_map(|r| {
+            r.server_stats.iter().map(move |s| {
+                vec![
+                    (r.sequence + 1).to_string(),
+                    s.name.clone(),
+                    format!("{}", s.delta),
+                ]
+            })
+        })
+        .collect();
+    if !stats.is_empty() {
+        out.push_str(
+            "<details><summary>Server statistics deltas over each measured window</summary>",
+        );
+        table(
+            out,
+            "server-stats",
+            &strings(&["#", "name", "delta"]),
+            &stats,
+            &[],
+        );
+        out.push_str("</details>\n");
+    }
+}
+
+/// The whole report for a job exported with samples.
+pub fn report(e: &JobExport) -> String {
+    let j = e.job.clone().unwrap_or_default();
+    let metric = Metric::parse(&e.metric).unwrap_or(Metric::Tps);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>blocklab report: {}</title><style>{STYLE}</style></head><body>\n<h1>blocklab report: {}</h1>",
+        esc(&j.name),
+        esc(&j.name)
+    );
+    out.push_str("<h2 id=\"summary\">Job</h2>\n");
+    summary(&mut out, e);
+    out.push_str("<h2 id=\"results\">Results</h2>\n");
+    let (header, rows) = table_rows(&e.results, false);
+    let marks: Vec<bool> = e.results.iter().map(|c| c.runs_suspect > 0).collect();
+    table(&mut out, "results", &header, &rows, &marks);
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">{}</p><p class=\"note\">Method: mean over the cell's runs, sample stddev, CV = stddev/mean, 95% CI of the mean from Student's t with n-1 df. Change against the baseline cell: Welch's t-test (two-sided); the CI of the % change is the Welch CI of the difference of means divided by the baseline mean (the baseline mean is treated as exact). Verdict: significant when p &lt; 0.05 and the CI excludes 0. {}</p>",
+        esc(&render::notes(&e.results, metric)).replace('\n', "<br/>"),
+        esc(SUSPECT_RULE)
+    );
+    out.push_str("<h2 id=\"charts\">Charts</h2>\n<div class=\"charts\">\n");
+    for c in plot::charts(e) {
+        out.push_str(&c.svg);
+    }
+    out.push_str("</div>\n<h2 id=\"hosts\">Hosts</h2>\n");
+    for h in &e.hosts {
+        let _ = writeln!(
+            out,
+            "<h3>{} ({}{}), facts reported {}</h3>",
+            esc(&h.host_id),
+            esc(&h.role),
+            if h.is_job_db_host {
+                ", the job's database host"
+            } else {
+                ""
+            },
+            esc(&h.facts_seen_at)
+        );
+        let mut rows = vec![
+            vec!["address".into(), h.address.clone()],
+            vec!["labels".into(), h.labels.join(", ")],
+            vec!["version".into(), h.version.clone()],
+        ];
+        rows.extend(fact_rows(&h.facts_json));
+        table(
+            &mut out,
+            "host-facts",
+            &strings(&["fact", "value"]),
+            &rows,
+            &[],
+        );
+    }
+    out.push_str("<h2 id=\"builds\">Builds</h2>\n");
+    let rows: Vec<Vec<String>> = e
+        .builds
+        .iter()
+        .map(|b| {
+            vec![
+                b.build_key.clone(),
+                b.host_id.clone(),
+                format!("{}K", b.block_size_kb),
+                format!("{}K", b.wal_block_size_kb),
+                b.pg_version.clone(),
+                b.source_sha256.clone(),
+                if b.reused {
+                    "cached".into()
+                } else {
+                    format!("built in {:.0} s", b.build_seconds)
+                },
+            ]
+        })
+        .collect();
+    let header = strings(&[
+        "build key",
+        "host",
+        "block size",
+        "WAL block size",
+        "version",
+        "source sha256",
+        "build",
+    ]);
+    table(&mut out, "builds", &header, &rows, &[]);
+    let _ = writeln!(
+        out,
+        "<h2 id=\"runs\">Runs in execution order ({}{})</h2>",
+        esc(&e.run_order),
+        e.seed.map(|s| format!(", seed {s}")).unwrap_or_default()
+    );
+    runs(&mut out, e);
+    out.push_str("<h2 id=\"settings\">Effective settings per run</h2>\n");
+    settings(&mut out, e);
+    let _ = writeln!(
+        out,
+        "<h2 id=\"spec\">Spec</h2>\n<pre>{}</pre>\n</body></html>",
+        esc(&e.spec_toml)
+    );
+    out
+}

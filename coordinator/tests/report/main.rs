@@ -1,0 +1,338 @@
+//! Results, compare, plot, report and the SQL views on a catalog with a job of 3 page sizes x
+//! 3 repetitions (one run flagged suspect) and a second job to compare it with.
+
+mod fixture;
+mod grpc;
+mod views;
+
+use blocklab_coordinator::report::{self, render::Format};
+use blocklab_coordinator::stats;
+use blocklab_proto::v1::*;
+use fixture::*;
+
+pub async fn results(f: &Fixture, metric: &str) -> QueryResultsResponse {
+    let req = QueryResultsRequest {
+        job_id: f.job_a.clone(),
+        metric: metric.into(),
+    };
+    report::query_results(&f.catalog, "catalog.db", &req)
+        .await
+        .expect("query_results")
+}
+
+pub async fn export(f: &Fixture) -> JobExport {
+    let req = ExportJobRequest {
+        job_id: f.job_a.clone(),
+        metric: "tps".into(),
+        include_samples: true,
+    };
+    report::export_job(&f.catalog, "catalog.db", &req)
+        .await
+        .expect("export")
+}
+
+/// With BLOCKLAB_TEST_OUT=DIR set, the charts and the report are also written there to look at.
+fn keep(name: &str, text: &str) {
+    if let Ok(dir) = std::env::var("BLOCKLAB_TEST_OUT") {
+        std::fs::create_dir_all(&dir).expect("BLOCKLAB_TEST_OUT");
+        std::fs::write(std::path::Path::new(&dir).join(name), text).expect("write");
+    }
+}
+
+#[track_caller]
+fn close(got: f64, want: f64) {
+    assert!(
+        (got - want).abs() <= 1e-7 * want.abs().max(1.0),
+        "got {got}, want {want}"
+    );
+}
+
+/// The per-cell statistics the coordinator returns for job A.
+pub fn check_job_a(r: &QueryResultsResponse) {
+    let c = &r.cells;
+    assert_eq!(c.len(), 3);
+    assert_eq!(
+        (
+            c[0].proven_block_size,
+            c[1].proven_block_size,
+            c[2].proven_block_size
+        ),
+        (8192, 16384, 32768)
+    );
+    assert_eq!(c[0].verdict, "baseline");
+    // Reference values: stats_tests.rs (SciPy) for A = 8K, B = 16K.
+    assert_eq!((c[1].n, c[1].runs_ok, c[1].runs_total), (3, 3, 3));
+    close(c[1].mean, 1_303.533_333_333_333_3);
+    close(c[1].cv, 0.012_173_307_604_661_695);
+    close(
+        c[1].pct_change_vs_baseline.expect("pct"),
+        5.791_965_372_649_795,
+    );
+    close(
+        c[1].pct_change_ci95_low.expect("low"),
+        2.278_975_269_345_833,
+    );
+    close(
+        c[1].pct_change_ci95_high.expect("high"),
+        9.304_955_475_953_756,
+    );
+    close(c[1].p_value.expect("p"), 0.010_924_525_393_129_905);
+    assert_eq!(c[1].verdict, "faster");
+    assert_eq!(c[1].baseline_label, "bs=8K wal=8K c=4");
+    // 32K: the suspect outlier is excluded (2 clean runs remain).
+    assert_eq!(
+        (c[2].n, c[2].runs_ok, c[2].runs_suspect, c[2].runs_excluded),
+        (2, 3, 1, 1)
+    );
+    assert!(!c[2].suspect_included);
+    assert_eq!(c[2].suspect_reasons, vec![SUSPECT.to_string()]);
+    let want = stats::summarize(&A_32K[..2]).expect("two");
+    close(c[2].mean, want.mean);
+    close(c[2].ci95_low, want.ci95.expect("ci").0);
+    assert_eq!(c[2].verdict, "no significant difference");
+}
+
+#[tokio::test]
+async fn results_per_cell_with_ci_change_and_verdict() {
+    let f = build().await;
+    let r = results(&f, "").await;
+    check_job_a(&r);
+    assert!(
+        r.cells
+            .iter()
+            .all(|c| c.metric == "tps" && c.higher_is_better)
+    );
+
+    // Latency: lower is better, so 16K (higher tps, lower latency here) is still "faster".
+    let r = results(&f, "latency_p99_ms").await;
+    assert_eq!(r.cells[1].verdict, "faster");
+    assert!(r.cells[1].pct_change_vs_baseline.expect("pct") < 0.0);
+    assert!(!r.cells[1].higher_is_better);
+
+    let req = QueryResultsRequest {
+        job_id: f.job_a.clone(),
+        metric: "qps".into(),
+    };
+    let e = report::query_results(&f.catalog, "", &req)
+        .await
+        .expect_err("unknown metric")
+        .to_string();
+    assert!(e.contains("metric") && e.contains("latency_p999_ms"), "{e}");
+}
+
+#[tokio::test]
+async fn results_render_in_every_format() {
+    let f = build().await;
+    let r = results(&f, "tps").await;
+    let table = report::render::render_results(&r, Format::Table);
+    for want in [
+        "bs=16K wal=8K c=4",
+        "16384",
+        "faster",
+        "+5.8%",
+        "[+2.3%, +9.3%]",
+        "0.011",
+        "1 (excluded)",
+        "(baseline)",
+        SUSPECT,
+    ] {
+        assert!(table.contains(want), "table lacks {want:?}:\n{table}");
+    }
+    let md = report::render::render_results(&r, Format::Markdown);
+    keep("results.md", &md);
+    keep("results.txt", &table);
+    let lines: Vec<&str> = md.lines().collect();
+    assert!(
+        lines[0].starts_with("| cell | block_size | wal_block_size |"),
+        "{md}"
+    );
+    assert!(lines[1].starts_with("|---|"), "{md}");
+    assert!(
+        lines[3].contains("| +5.8% |") && lines[3].contains("| faster |"),
+        "{md}"
+    );
+    let csv = report::render::render_results(&r, Format::Csv);
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 4, "{csv}");
+    let head: Vec<&str> = rows[0].split(',').collect();
+    let col = |name: &str| {
+        head.iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("no {name} in {csv}"))
+    };
+    let row1: Vec<&str> = rows[2].split(',').collect();
+    assert_eq!(row1[col("verdict")], "faster");
+    close(
+        row1[col("p_value")].parse().expect("p"),
+        0.010_924_525_393_129_905,
+    );
+    assert_eq!(row1[col("job_id")], f.job_a);
+    let json: serde_json::Value =
+        serde_json::from_str(&report::render::render_results(&r, Format::Json)).expect("json");
+    assert_eq!(json["metric"], "tps");
+    assert_eq!(json["cells"][1]["verdict"], "faster");
+    assert_eq!(json["cells"][0]["pct_change"], serde_json::Value::Null);
+    assert_eq!(json["cells"][2]["suspect_reasons"][0], SUSPECT);
+    assert!(
+        matches!(Format::parse("xml"), Err(e) if e.to_string().contains("table, csv, json, markdown"))
+    );
+}
+
+#[tokio::test]
+async fn compare_like_cells_of_two_jobs() {
+    let f = build().await;
+    let req = CompareJobsRequest {
+        job_a: f.job_a.clone(),
+        job_b: f.job_b.clone(),
+        metric: String::new(),
+    };
+    let r = report::compare_jobs(&f.catalog, &req)
+        .await
+        .expect("compare");
+    assert_eq!(r.cells.len(), 3);
+    // B's 4K has no 4K cell in A.
+    assert_eq!(
+        (r.cells[0].block_size_kb, r.cells[0].verdict.as_str()),
+        (4, "no like cell")
+    );
+    // B's 8K against A's 8K: higher tps.
+    let c = &r.cells[1];
+    assert_eq!(
+        (
+            c.block_size_kb,
+            c.baseline_label.as_str(),
+            c.verdict.as_str()
+        ),
+        (8, "bs=8K wal=8K c=4", "faster")
+    );
+    let (a, b) = (
+        stats::summarize(&A_8K).expect("a"),
+        stats::summarize(&B_8K).expect("b"),
+    );
+    let w = stats::welch(&a, &b).expect("welch");
+    close(c.p_value.expect("p"), w.p_value);
+    close(c.pct_change_vs_baseline.expect("pct"), w.pct.expect("pct"));
+    // Identical 16K samples: no difference.
+    assert_eq!(r.cells[2].verdict, "no significant difference");
+    close(r.cells[2].p_value.expect("p"), 1.0);
+    let text = report::render::render_compare(&r, Format::Table);
+    assert!(
+        text.contains("A (baseline):")
+            && text.contains("like cell (A)")
+            && text.contains("no like cell"),
+        "{text}"
+    );
+    let csv = report::render::render_compare(&r, Format::Csv);
+    assert!(csv.starts_with("job_a,job_b,cell,"), "{csv}");
+}
+
+#[tokio::test]
+async fn plot_writes_svg_with_error_bars_and_traces() {
+    let f = build().await;
+    let e = export(&f).await;
+    let charts = report::plot::charts(&e);
+    assert_eq!(charts.len(), 4, "one metric chart and a trace per cell");
+    let dir = tempfile::tempdir().expect("dir");
+    for c in &charts {
+        std::fs::write(dir.path().join(&c.file_name), &c.svg).expect("write");
+        keep(&c.file_name, &c.svg);
+        let text = std::fs::read_to_string(dir.path().join(&c.file_name)).expect("read");
+        roxmltree::Document::parse(&text)
+            .unwrap_or_else(|err| panic!("{} is not XML: {err}", c.file_name));
+    }
+    assert_eq!(charts[0].file_name, "tps-vs-page-size.svg");
+    let doc = roxmltree::Document::parse(&charts[0].svg).expect("xml");
+    let class = |n: &roxmltree::Node, c: &str| n.attribute("class") == Some(c);
+    let series: Vec<_> = doc.descendants().filter(|n| class(n, "series")).collect();
+    assert_eq!(series.len(), 1);
+    assert_eq!(series[0].attribute("data-series"), Some("wal=8K c=4"));
+    let bars: Vec<_> = doc.descendants().filter(|n| class(n, "errorbar")).collect();
+    assert_eq!(bars.len(), 3);
+    assert_eq!(
+        bars.iter()
+            .map(|b| b.children().filter(|l| l.has_tag_name("line")).count())
+            .sum::<usize>(),
+        9
+    );
+    let b16 = bars
+        .iter()
+        .find(|b| b.attribute("data-cell") == Some("bs=16K wal=8K c=4"))
+        .expect("16K bar");
+    let low: f64 = b16
+        .attribute("data-low")
+        .expect("low")
+        .parse()
+        .expect("f64");
+    close(low, 1_264.114_260_477_122);
+    let ticks: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.is_text())
+        .filter_map(|n| n.text())
+        .collect();
+    assert!(
+        ["8K", "16K", "32K"].iter().all(|t| ticks.contains(t)),
+        "{ticks:?}"
+    );
+    let trace = roxmltree::Document::parse(&charts[3].svg).expect("xml");
+    let lines: Vec<_> = trace.descendants().filter(|n| class(n, "trace")).collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.attribute("stroke-dasharray").is_some())
+            .count(),
+        1,
+        "the suspect run is dashed"
+    );
+    assert_eq!(
+        lines[0]
+            .attribute("points")
+            .expect("points")
+            .split(' ')
+            .count(),
+        5
+    );
+}
+
+#[tokio::test]
+async fn report_is_one_self_contained_html_file() {
+    let f = build().await;
+    let html = report::html::report(&export(&f).await);
+    keep("report.html", &html);
+    for want in [
+        "<table class=\"results\"",
+        "<table class=\"runs\"",
+        "<table class=\"settings\"",
+        "<table class=\"builds\"",
+        "<table class=\"host-facts\"",
+        "Test CPU 9000",
+        "6.1.0-test",
+        "the job's database host",
+        "shared_buffers",
+        "16384",
+        "16kB",
+        "pg15-bs16-wal8",
+        "15.18",
+        "interleaved",
+        SUSPECT,
+        "buffers_backend",
+        "faster",
+        "+5.8%",
+        "page-sizes-a",
+        "fewer than 2 runs",
+    ] {
+        assert!(html.contains(want), "report lacks {want:?}");
+    }
+    assert_eq!(html.matches("<svg ").count(), 4);
+    assert_eq!(html.matches("class=\"errorbar\"").count(), 3);
+    assert!(
+        !html.contains(" src=") && !html.contains(" href=") && !html.contains("<link"),
+        "external asset"
+    );
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    // Well-formed enough for an XML parser once the doctype is dropped.
+    let body = html
+        .trim_start_matches("<!DOCTYPE html>\n")
+        .replace("<meta charset=\"utf-8\">", "");
+    roxmltree::Document::parse(&body).expect("report parses as XML");
+}

@@ -1,11 +1,15 @@
 //! The build cache: `build_cache/<key>/` is a PostgreSQL install prefix, trusted only when
 //! `build_cache/<key>/.blocklab-complete` exists (written after `make install` succeeded).
-//! `build_cache/<key>.lock` serialises check-or-build across tasks and processes.
+//! `build_cache/<key>.lock` serialises check-or-build across tasks and processes;
+//! `build_cache/<key>.inuse` is held shared by every user of the install (a running
+//! cluster), so the LRU clean-up ([`crate::cache`]) never removes a build in use;
+//! `build_cache/<key>.last-used` records the last use.
 
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blocklab_proto::BuildResult;
@@ -15,18 +19,19 @@ use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
 use crate::error::AgentError;
-use crate::fsutil::{create_dir_0755, make_world_readable};
-use crate::options::{BuildSpec, cache_key, check_tarball};
+use crate::fsutil::{create_dir_0755, lock_file, lock_file_shared, make_world_readable, unix_now};
+use crate::options::{BuildSpec, cache_key, major_version};
 use crate::process::Cmd;
+use crate::source::{SourceTree, prepare};
 
 pub const MARKER: &str = ".blocklab-complete";
-const UNPACK_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 const CONFIGURE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 const MAKE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Contents of the completion marker.
+/// Contents of the completion marker. Fields added later default, so older markers stay
+/// valid (a marker that does not parse makes the build count as unfinished).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Marker {
     pub key: String,
@@ -38,13 +43,27 @@ pub struct Marker {
     pub compiler: String,
     pub build_seconds: f64,
     pub completed_at_unix: u64,
+    #[serde(default)]
+    pub segsize_gb: u32,
+    /// Compiled-in WAL segment size (before PostgreSQL 11 only; 0 = default).
+    #[serde(default)]
+    pub wal_segsize_mb: u32,
+    #[serde(default)]
+    pub cflags: Vec<String>,
+    #[serde(default)]
+    pub source: String,
+    #[serde(default)]
+    pub git_commit: String,
 }
 
-/// A usable install.
+/// A usable install, held in use (see the module docs) while this value lives.
 #[derive(Clone, Debug)]
 pub struct Build {
     pub result: BuildResult,
     pub prefix: PathBuf,
+    /// `--wal-segsize` for initdb (PostgreSQL 11+ with a WAL segment size requested).
+    pub initdb_wal_segsize_mb: Option<u32>,
+    pub in_use: Arc<File>,
 }
 
 impl Build {
@@ -60,12 +79,20 @@ pub struct BuildCache {
 }
 
 impl BuildCache {
+    /// `make_jobs` is bounded by the number of cores.
     pub fn new(root: PathBuf, make_jobs: usize) -> Self {
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
         Self {
             root,
-            make_jobs: make_jobs.max(1),
+            make_jobs: make_jobs.clamp(1, cores),
             compiler: OnceCell::new(),
         }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
     }
 
     /// The compiler identity that goes into every key (`gcc --version`, else `cc`).
@@ -82,28 +109,47 @@ impl BuildCache {
         spec: &BuildSpec,
         progress: Option<&ProgressSink>,
     ) -> Result<Build, AgentError> {
-        check_tarball(&spec.tarball)?;
-        let source_sha256 = sha256_file(&spec.tarball).await?;
-        let compiler = self.compiler().await;
-        let key = cache_key(spec, &source_sha256, &compiler);
-        let prefix = self.root.join(&key);
         create_dir_0755(&self.root)?;
-        let _lock = lock_file(self.root.join(format!("{key}.lock"))).await?;
+        let tree = prepare(&self.root, &spec.source, progress).await?;
+        let compiler = self.compiler().await;
+        let old = major_version(&tree.version) < 11;
+        let key = cache_key(spec, &tree.digest, &compiler, &tree.version_hint, old);
+        let initdb_wal_segsize_mb =
+            (!old && spec.wal_segsize_mb != 0).then_some(spec.wal_segsize_mb);
+        let prefix = self.root.join(&key);
+        let lock = lock_file(self.root.join(format!("{key}.lock"))).await?;
+        let in_use = |m: &Marker, reused: bool| {
+            let prefix = prefix.clone();
+            let mut result = result_from(m, &prefix, reused);
+            if let Some(c) = &tree.git_commit {
+                result.git_commit = c.clone();
+            }
+            let inuse = self.root.join(format!("{key}.inuse"));
+            async move {
+                let guard = lock_file_shared(inuse).await?;
+                touch_last_used(&prefix);
+                Ok::<_, AgentError>(Build {
+                    result,
+                    prefix,
+                    initdb_wal_segsize_mb,
+                    in_use: Arc::new(guard),
+                })
+            }
+        };
 
         if let Some(m) = read_marker(&prefix) {
             tracing::info!(key = %key, "reusing cached build");
-            return Ok(Build {
-                result: result_from(&m, &prefix, true),
-                prefix,
-            });
+            let b = in_use(&m, true).await;
+            drop(lock);
+            return b;
         }
         remove_unfinished(&prefix)?;
         if let Some(p) = progress {
             p.stage("building", &format!("building {key}")).await;
         }
-        tracing::info!(key = %key, jobs = self.make_jobs, "building postgresql");
+        tracing::info!(key = %key, jobs = self.make_jobs, source = %spec.source.describe(), "building postgresql");
         let started = Instant::now();
-        let outcome = self.build(spec, &key, &prefix, progress).await;
+        let outcome = self.build(spec, &tree, &key, &prefix, old, progress).await;
         if let Err(e) = outcome {
             let _ = std::fs::remove_dir_all(&prefix);
             return Err(e);
@@ -111,31 +157,34 @@ impl BuildCache {
         let pg_version = pg_version(&prefix).await?;
         let marker = Marker {
             key: key.clone(),
-            source_sha256,
+            source_sha256: tree.digest.clone(),
             pg_version,
             block_size_kb: spec.block_size_kb,
             wal_block_size_kb: spec.wal_block_size_kb,
             configure_flags: spec.configure_flags.clone(),
             compiler,
             build_seconds: started.elapsed().as_secs_f64(),
-            completed_at_unix: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
+            completed_at_unix: unix_now(),
+            segsize_gb: spec.segsize_gb,
+            wal_segsize_mb: if old { spec.wal_segsize_mb } else { 0 },
+            cflags: spec.cflags.clone(),
+            source: spec.source.describe(),
+            git_commit: tree.git_commit.clone().unwrap_or_default(),
         };
         write_marker(&prefix, &marker)?;
         tracing::info!(key = %key, seconds = marker.build_seconds, "build complete");
-        Ok(Build {
-            result: result_from(&marker, &prefix, false),
-            prefix,
-        })
+        let b = in_use(&marker, false).await;
+        drop(lock);
+        b
     }
 
     async fn build(
         &self,
         spec: &BuildSpec,
+        tree: &SourceTree,
         key: &str,
         prefix: &Path,
+        old: bool,
         progress: Option<&ProgressSink>,
     ) -> Result<(), AgentError> {
         let logs = self.root.join(format!("{key}.logs"));
@@ -146,19 +195,25 @@ impl BuildCache {
         remove_stale_scratch(&work, key);
         let scratch = work.join(format!("{key}-{}", uuid::Uuid::new_v4()));
         create_dir_0755(&scratch)?;
-        let res = self.steps(spec, prefix, &scratch, &logs, progress).await;
+        let res = self
+            .steps(spec, tree, prefix, &scratch, &logs, old, progress)
+            .await;
         if let Err(e) = std::fs::remove_dir_all(&scratch) {
             tracing::warn!(dir = %scratch.display(), error = %e, "could not remove scratch dir");
         }
         res
     }
 
+    /// configure (out of tree, in `scratch`), make, make install; each stage logged.
+    #[allow(clippy::too_many_arguments)]
     async fn steps(
         &self,
         spec: &BuildSpec,
+        tree: &SourceTree,
         prefix: &Path,
         scratch: &Path,
         logs: &Path,
+        old: bool,
         progress: Option<&ProgressSink>,
     ) -> Result<(), AgentError> {
         let say = |m: &'static str| async move {
@@ -166,35 +221,37 @@ impl BuildCache {
                 p.stage("building", m).await;
             }
         };
-        Cmd::new("unpack", "tar", UNPACK_TIMEOUT)
-            .arg("-xf")
-            .arg(&spec.tarball)
-            .arg("-C")
-            .arg(scratch)
-            .run_logged(&logs.join("unpack.log"))
-            .await?;
-        let src = source_dir(scratch)?;
         say("configure").await;
         let mut prefix_arg = std::ffi::OsString::from("--prefix=");
         prefix_arg.push(prefix);
-        Cmd::new("configure", src.join("configure"), CONFIGURE_TIMEOUT)
+        let mut configure = Cmd::new("configure", tree.dir.join("configure"), CONFIGURE_TIMEOUT)
             .arg(prefix_arg)
             .arg(format!("--with-blocksize={}", spec.block_size_kb))
-            .arg(format!("--with-wal-blocksize={}", spec.wal_block_size_kb))
-            .args(&spec.configure_flags)
-            .cwd(&src)
+            .arg(format!("--with-wal-blocksize={}", spec.wal_block_size_kb));
+        if spec.segsize_gb != 0 {
+            configure = configure.arg(format!("--with-segsize={}", spec.segsize_gb));
+        }
+        if old && spec.wal_segsize_mb != 0 {
+            configure = configure.arg(format!("--with-wal-segsize={}", spec.wal_segsize_mb));
+        }
+        configure = configure.args(&spec.configure_flags);
+        if !spec.cflags.is_empty() {
+            configure = configure.arg(format!("CFLAGS={}", spec.cflags.join(" ")));
+        }
+        configure
+            .cwd(scratch)
             .run_logged(&logs.join("configure.log"))
             .await?;
         say("make").await;
         Cmd::new("make", "make", MAKE_TIMEOUT)
             .arg(format!("-j{}", self.make_jobs))
-            .cwd(&src)
+            .cwd(scratch)
             .run_logged(&logs.join("build.log"))
             .await?;
         say("make install").await;
         Cmd::new("make install", "make", INSTALL_TIMEOUT)
             .arg("install")
-            .cwd(&src)
+            .cwd(scratch)
             .run_logged(&logs.join("install.log"))
             .await?;
         let p = prefix.to_path_buf();
@@ -202,6 +259,20 @@ impl BuildCache {
             .await
             .map_err(|e| AgentError::Other(format!("permission walk panicked: {e}")))?
     }
+}
+
+/// Records a use of the install at `prefix` (`<key>.last-used` beside it).
+pub fn touch_last_used(prefix: &Path) {
+    if let Err(e) = std::fs::write(last_used_path(prefix), unix_now().to_string()) {
+        tracing::warn!(prefix = %prefix.display(), error = %e, "could not record build use");
+    }
+}
+
+/// `<key>.last-used` for the prefix `<root>/<key>`.
+pub fn last_used_path(prefix: &Path) -> PathBuf {
+    let mut s = prefix.as_os_str().to_owned();
+    s.push(".last-used");
+    PathBuf::from(s)
 }
 
 /// Removes scratch dirs of this key left by a build that died (we hold the key's lock).
@@ -216,21 +287,6 @@ fn remove_stale_scratch(work: &Path, key: &str) {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
-}
-
-/// The single top-level directory of an unpacked tarball that holds `configure`.
-fn source_dir(scratch: &Path) -> Result<PathBuf, AgentError> {
-    let entries = std::fs::read_dir(scratch)
-        .map_err(|e| AgentError::io(format!("read {}", scratch.display()), e))?;
-    for entry in entries.flatten() {
-        let p = entry.path();
-        if p.join("configure").is_file() {
-            return Ok(p);
-        }
-    }
-    Err(AgentError::Other(
-        "the tarball has no top-level directory with a configure script".into(),
-    ))
 }
 
 /// Removes a prefix that has no completion marker (a build that died half-way).
@@ -249,7 +305,7 @@ pub fn read_marker(prefix: &Path) -> Option<Marker> {
     serde_json::from_str(&text).ok()
 }
 
-fn write_marker(prefix: &Path, m: &Marker) -> Result<(), AgentError> {
+pub fn write_marker(prefix: &Path, m: &Marker) -> Result<(), AgentError> {
     let json = serde_json::to_string_pretty(m)
         .map_err(|e| AgentError::Other(format!("encode marker: {e}")))?;
     let tmp = prefix.join(format!("{MARKER}.tmp"));
@@ -267,24 +323,9 @@ fn result_from(m: &Marker, prefix: &Path, reused: bool) -> BuildResult {
         build_seconds: m.build_seconds,
         pg_version: m.pg_version.clone(),
         install_dir: prefix.display().to_string(),
-        ..Default::default()
+        compiler: m.compiler.clone(),
+        git_commit: m.git_commit.clone(),
     }
-}
-
-async fn lock_file(path: PathBuf) -> Result<File, AgentError> {
-    tokio::task::spawn_blocking(move || {
-        let f = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| AgentError::io(format!("open {}", path.display()), e))?;
-        f.lock()
-            .map_err(|e| AgentError::io(format!("lock {}", path.display()), e))?;
-        Ok(f)
-    })
-    .await
-    .map_err(|e| AgentError::Other(format!("lock task panicked: {e}")))?
 }
 
 /// Streams the file through sha256.
@@ -336,66 +377,5 @@ async fn pg_version(prefix: &Path) -> Result<String, AgentError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn half_finished_build_is_removed_complete_one_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let half = dir.path().join("pg15-b8-w8-aaaa");
-        std::fs::create_dir_all(half.join("bin")).unwrap();
-        std::fs::write(half.join("bin/postgres"), b"x").unwrap();
-        assert!(remove_unfinished(&half).unwrap());
-        assert!(!half.exists());
-
-        let done = dir.path().join("pg15-b8-w8-bbbb");
-        std::fs::create_dir_all(done.join("bin")).unwrap();
-        let m = Marker {
-            key: "pg15-b8-w8-bbbb".into(),
-            source_sha256: "ff".into(),
-            pg_version: "15.18".into(),
-            block_size_kb: 8,
-            wal_block_size_kb: 8,
-            configure_flags: vec![],
-            compiler: "gcc".into(),
-            build_seconds: 1.5,
-            completed_at_unix: 1,
-        };
-        write_marker(&done, &m).unwrap();
-        assert!(!remove_unfinished(&done).unwrap());
-        assert_eq!(read_marker(&done), Some(m));
-
-        // A corrupt marker counts as unfinished.
-        std::fs::write(done.join(MARKER), b"{").unwrap();
-        assert!(remove_unfinished(&done).unwrap());
-        assert!(!done.exists());
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn build_lock_is_exclusive() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("k.lock");
-        let first = lock_file(path.clone()).await.unwrap();
-        let second = tokio::spawn(lock_file(path.clone()));
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        assert!(!second.is_finished(), "second lock must wait for the first");
-        drop(first);
-        let got = tokio::time::timeout(Duration::from_secs(5), second).await;
-        assert!(matches!(got, Ok(Ok(Ok(_)))), "second lock not acquired");
-    }
-
-    #[tokio::test]
-    async fn sha256_streams_file_and_names_missing_path() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("a.tar.gz");
-        std::fs::write(&p, b"abc").unwrap();
-        assert_eq!(
-            sha256_file(&p).await.unwrap(),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
-        let err = sha256_file(&dir.path().join("none.tar.gz"))
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains("none.tar.gz"), "{err}");
-    }
-}
+#[path = "build_tests.rs"]
+mod tests;

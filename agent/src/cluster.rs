@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::net::{IpAddr, TcpListener};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blocklab_proto::{ConnInfo, EffectiveSetting, Setting};
@@ -20,6 +21,8 @@ const INITDB_TIMEOUT: Duration = Duration::from_secs(120);
 const PG_CTL_TIMEOUT: Duration = Duration::from_secs(120);
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 pub const BENCH_DB: &str = "bench";
+/// File in every run directory the agent created.
+pub const RUN_MARKER: &str = ".blocklab-run";
 
 /// A cluster this agent started.
 #[derive(Clone, Debug)]
@@ -27,9 +30,17 @@ pub struct Cluster {
     pub run_id: String,
     pub run_dir: PathBuf,
     pub data_dir: PathBuf,
+    /// Where WAL lives when it is not `data_dir/pg_wal` (that is then a symlink to it).
+    pub wal_dir: Option<PathBuf>,
     pub port: u16,
     pub install: PathBuf,
     pub run_as: RunAs,
+    pub listen: IpAddr,
+    pub password: String,
+    /// The postmaster's pid once started (0 before).
+    pub pid: i32,
+    /// Keeps the build marked in use while the cluster exists.
+    pub build_in_use: Option<Arc<std::fs::File>>,
 }
 
 /// What a start proved about the live server.
@@ -40,6 +51,7 @@ pub struct Started {
     pub block_size: u32,
     pub wal_block_size: u32,
     pub effective_settings: Vec<EffectiveSetting>,
+    pub postmaster_start_time: String,
 }
 
 /// Where and as whom a cluster is created.
@@ -51,6 +63,8 @@ pub struct ClusterPlan<'a> {
     pub run_as: &'a RunAs,
     pub settings: &'a [Setting],
     pub allowed_clients: &'a [String],
+    /// initdb `--waldir` (must not exist or be empty).
+    pub wal_dir: Option<PathBuf>,
 }
 
 /// Run ids become directory names: `[A-Za-z0-9_.-]`, not `.`/`..`, at most 128 chars.
@@ -103,20 +117,27 @@ pub async fn create(
         plan.port,
         &plan.run_dir,
     )?;
-    let cluster = Cluster {
+    let mut cluster = Cluster {
         run_id: plan.run_id.to_string(),
         run_dir: plan.run_dir.clone(),
         data_dir: plan.run_dir.join("data"),
+        wal_dir: plan.wal_dir.clone(),
         port: plan.port,
         install: build.prefix.clone(),
         run_as: plan.run_as.clone(),
+        listen: plan.listen,
+        password: generate_password(),
+        pid: 0,
+        build_in_use: Some(build.in_use.clone()),
     };
-    let password = generate_password();
     let result = async {
-        init(&cluster, &password).await?;
+        init(&cluster, build.initdb_wal_segsize_mb).await?;
         configure(&cluster, plan, &clients)?;
         start(&cluster).await?;
-        prove(&cluster, plan.listen, &password).await
+        cluster.pid = postmaster_pid(&cluster.data_dir).ok_or_else(|| {
+            AgentError::Other("postgres started but postmaster.pid names no live postmaster".into())
+        })?;
+        prove(&cluster).await
     }
     .await;
     match result {
@@ -131,25 +152,40 @@ pub async fn create(
     }
 }
 
-async fn init(c: &Cluster, password: &str) -> Result<(), AgentError> {
-    if c.run_dir.exists() {
-        std::fs::remove_dir_all(&c.run_dir)
-            .map_err(|e| AgentError::io(format!("remove stale {}", c.run_dir.display()), e))?;
+async fn init(c: &Cluster, wal_segsize_mb: Option<u32>) -> Result<(), AgentError> {
+    for dir in std::iter::once(&c.run_dir).chain(c.wal_dir.as_ref()) {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir)
+                .map_err(|e| AgentError::io(format!("remove stale {}", dir.display()), e))?;
+        }
+        std::fs::create_dir_all(dir)
+            .map_err(|e| AgentError::io(format!("create {}", dir.display()), e))?;
+        set_mode(dir, 0o700)?;
+        chown_to(dir, &c.run_as)?;
     }
-    std::fs::create_dir_all(&c.run_dir)
-        .map_err(|e| AgentError::io(format!("create {}", c.run_dir.display()), e))?;
-    set_mode(&c.run_dir, 0o700)?;
-    chown_to(&c.run_dir, &c.run_as)?;
+    // Marks the directory as ours: clean-up after a restart removes only marked ones.
+    std::fs::write(c.run_dir.join(RUN_MARKER), c.run_id.as_bytes())
+        .map_err(|e| AgentError::io("write run marker", e))?;
     let pwfile = c.run_dir.join("pwfile");
-    std::fs::write(&pwfile, format!("{password}\n"))
+    std::fs::write(&pwfile, format!("{}\n", c.password))
         .map_err(|e| AgentError::io("write password file", e))?;
     set_mode(&pwfile, 0o600)?;
     chown_to(&pwfile, &c.run_as)?;
     let mut pw_arg = std::ffi::OsString::from("--pwfile=");
     pw_arg.push(&pwfile);
+    let mut extra: Vec<std::ffi::OsString> = Vec::new();
+    if let Some(w) = &c.wal_dir {
+        let mut a = std::ffi::OsString::from("--waldir=");
+        a.push(w);
+        extra.push(a);
+    }
+    if let Some(mb) = wal_segsize_mb {
+        extra.push(format!("--wal-segsize={mb}").into());
+    }
     let res = Cmd::new("initdb", c.install.join("bin/initdb"), INITDB_TIMEOUT)
         .arg("-D")
         .arg(&c.data_dir)
+        .args(extra)
         .args(["-U", DB_USER])
         .arg(pw_arg)
         .args([
@@ -170,7 +206,12 @@ async fn init(c: &Cluster, password: &str) -> Result<(), AgentError> {
 
 fn configure(c: &Cluster, plan: &ClusterPlan<'_>, clients: &[IpAddr]) -> Result<(), AgentError> {
     use std::io::Write;
-    let conf = render_settings(plan.settings, &plan.listen.to_string(), c.port, &c.run_dir)?;
+    // A crashed backend ends the run: without a restart the postmaster exits and the next
+    // statistics snapshot reports it (a task's settings may still override this).
+    let conf = format!(
+        "\nrestart_after_crash = off\n{}",
+        render_settings(plan.settings, &plan.listen.to_string(), c.port, &c.run_dir)?
+    );
     let conf_path = c.data_dir.join("postgresql.conf");
     let mut f = std::fs::OpenOptions::new()
         .append(true)
@@ -202,16 +243,23 @@ async fn start(c: &Cluster) -> Result<(), AgentError> {
         .await
 }
 
-async fn prove(c: &Cluster, listen: IpAddr, password: &str) -> Result<Started, AgentError> {
+/// The agent's own connection settings for the cluster.
+pub fn agent_config(c: &Cluster, dbname: &str) -> tokio_postgres::Config {
     let mut cfg = tokio_postgres::Config::new();
-    cfg.host(listen.to_string())
+    cfg.host(c.listen.to_string())
         .port(c.port)
         .user(DB_USER)
-        .password(password)
-        .dbname("postgres")
+        .password(c.password.as_str())
+        .dbname(dbname)
         .application_name("blocklab-agent")
         .connect_timeout(Duration::from_secs(5));
-    let client = connect_ready(&cfg).await?;
+    cfg
+}
+
+async fn prove(c: &Cluster) -> Result<Started, AgentError> {
+    let listen = c.listen;
+    let password = c.password.as_str();
+    let client = connect_ready(&agent_config(c, "postgres")).await?;
     let show = |name: &'static str| {
         let client = &client;
         async move {
@@ -231,6 +279,11 @@ async fn prove(c: &Cluster, listen: IpAddr, password: &str) -> Result<Started, A
     let block_size = parse("block_size", show("block_size").await?)?;
     let wal_block_size = parse("wal_block_size", show("wal_block_size").await?)?;
     let server_version = show("server_version").await?;
+    let postmaster_start_time: String = client
+        .query_one("SELECT pg_postmaster_start_time()::text", &[])
+        .await
+        .and_then(|r| r.try_get(0))
+        .map_err(|e| AgentError::postgres("read pg_postmaster_start_time()", &e))?;
     let rows = client
         .query(
             "SELECT name, setting, coalesce(unit, ''), source FROM pg_settings \
@@ -269,11 +322,14 @@ async fn prove(c: &Cluster, listen: IpAddr, password: &str) -> Result<Started, A
         block_size,
         wal_block_size,
         effective_settings,
+        postmaster_start_time,
     })
 }
 
 /// Polls until a connection succeeds (the server may still be in recovery/startup).
-async fn connect_ready(cfg: &tokio_postgres::Config) -> Result<tokio_postgres::Client, AgentError> {
+pub async fn connect_ready(
+    cfg: &tokio_postgres::Config,
+) -> Result<tokio_postgres::Client, AgentError> {
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
         match cfg.connect(tokio_postgres::NoTls).await {
@@ -293,84 +349,9 @@ async fn connect_ready(cfg: &tokio_postgres::Config) -> Result<tokio_postgres::C
     }
 }
 
-/// Stops the server (fast, then SIGKILL of the postmaster if that fails) and removes the
-/// run directory.
-pub async fn stop(c: &Cluster) -> Result<(), AgentError> {
-    let pid = postmaster_pid(&c.data_dir);
-    if let Some(pid) = pid {
-        let res = pg_ctl(c)
-            .args(["-m", "fast", "-w", "-t", "60", "stop"])
-            .run_logged(&c.run_dir.join("pg_ctl.log"))
-            .await;
-        if let Err(e) = res {
-            tracing::warn!(run_id = %c.run_id, pid, error = %e, "pg_ctl stop failed; killing postmaster");
-            kill_postmaster(pid, Duration::ZERO)
-                .await
-                .map_err(|k| AgentError::Process {
-                    what: "stop".into(),
-                    reason: format!("{e}; then {k}"),
-                    log_tail: log_tail(&[
-                        &c.run_dir.join("pg_ctl.log"),
-                        &c.run_dir.join("postgres.log"),
-                    ]),
-                })?;
-        }
-    }
-    remove_run_dir(&c.run_dir)
-}
-
-/// Stops whatever postmaster a run directory we no longer track still has (e.g. after an
-/// agent restart) and removes the directory.
-pub async fn stop_untracked(run_dir: &Path) -> Result<(), AgentError> {
-    if let Some(pid) = postmaster_pid(&run_dir.join("data")) {
-        kill_postmaster(pid, Duration::from_secs(30))
-            .await
-            .map_err(|e| AgentError::Other(format!("stop postmaster {pid}: {e}")))?;
-    }
-    remove_run_dir(run_dir)
-}
-
-fn remove_run_dir(dir: &Path) -> Result<(), AgentError> {
-    match std::fs::remove_dir_all(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(AgentError::io(format!("remove {}", dir.display()), e)),
-    }
-}
-
-/// The postmaster pid from `postmaster.pid`, if that process is alive and is a postgres.
-fn postmaster_pid(data_dir: &Path) -> Option<i32> {
-    let text = std::fs::read_to_string(data_dir.join("postmaster.pid")).ok()?;
-    let pid: i32 = text.lines().next()?.trim().parse().ok()?;
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    let argv0 = cmdline.split(|b| *b == 0).next().unwrap_or_default();
-    (pid > 1 && String::from_utf8_lossy(argv0).contains("postgres")).then_some(pid)
-}
-
-/// SIGINT (fast shutdown) and wait up to `grace`, then SIGKILL and wait for it to go.
-async fn kill_postmaster(pid: i32, grace: Duration) -> Result<(), String> {
-    use nix::sys::signal::{Signal, kill};
-    let p = nix::unistd::Pid::from_raw(pid);
-    let alive = || kill(p, None).is_ok();
-    if !grace.is_zero() {
-        let _ = kill(p, Signal::SIGINT);
-        let deadline = Instant::now() + grace;
-        while alive() && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-    if alive() {
-        kill(p, Signal::SIGKILL).map_err(|e| format!("SIGKILL {pid}: {e}"))?;
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while alive() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    if alive() {
-        return Err(format!("postmaster {pid} still alive after SIGKILL"));
-    }
-    Ok(())
-}
+#[path = "cluster_stop.rs"]
+mod stop;
+pub use stop::{is_running, postmaster_pid, stop, stop_untracked};
 
 fn set_mode(path: &Path, mode: u32) -> Result<(), AgentError> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
@@ -378,37 +359,5 @@ fn set_mode(path: &Path, mode: u32) -> Result<(), AgentError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn run_ids_are_checked() {
-        for ok in ["r1", "job-3.run_7", "0f8fad5b-d9cb-469f-a165-70867728950e"] {
-            validate_run_id(ok).unwrap();
-        }
-        for bad in ["", ".", "..", "a/b", "../x", "a b", &"x".repeat(129)] {
-            assert!(validate_run_id(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn password_is_32_alphanumerics_and_random() {
-        let a = generate_password();
-        assert_eq!(a.len(), 32);
-        assert!(a.chars().all(|c| c.is_ascii_alphanumeric()));
-        assert_ne!(a, generate_password());
-    }
-
-    #[test]
-    fn pick_port_skips_taken_and_bound_ports() {
-        let lo: IpAddr = "127.0.0.1".parse().unwrap();
-        let held = TcpListener::bind((lo, 0)).unwrap();
-        let p = held.local_addr().unwrap().port();
-        // The bound port is skipped, and so is one we say is taken.
-        let got = pick_port((p, p), lo, &HashSet::new());
-        assert_eq!(got, None);
-        drop(held);
-        assert_eq!(pick_port((p, p), lo, &HashSet::new()), Some(p));
-        assert_eq!(pick_port((p, p), lo, &HashSet::from([p])), None);
-    }
-}
+#[path = "cluster_tests.rs"]
+mod tests;

@@ -12,6 +12,25 @@ pub enum AgentError {
     #[error("source tarball {} is not readable: {reason}", path.display())]
     SourceMissing { path: PathBuf, reason: String },
 
+    /// A source whose digest is not the one the task named.
+    #[error("checksum mismatch for {what}: expected sha256 {expected}, got {actual}")]
+    ChecksumMismatch {
+        what: String,
+        expected: String,
+        actual: String,
+    },
+
+    /// Unpacked, but not something PostgreSQL's build can use.
+    #[error("{what} is not a PostgreSQL source tree: {reason}")]
+    NotPostgres { what: String, reason: String },
+
+    #[error("download of {url} failed: {reason}")]
+    Download { url: String, reason: String },
+
+    /// The run's postmaster died (crash, OOM kill, someone's SIGKILL).
+    #[error("postgres is not running (postmaster pid {pid} gone)")]
+    ServerGone { pid: i32, log_tail: String },
+
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -75,7 +94,9 @@ impl AgentError {
     /// The log excerpt that explains this error, if any.
     pub fn log_tail(&self) -> &str {
         match self {
-            Self::Process { log_tail, .. } | Self::Postgres { log_tail, .. } => log_tail,
+            Self::Process { log_tail, .. }
+            | Self::Postgres { log_tail, .. }
+            | Self::ServerGone { log_tail, .. } => log_tail,
             _ => "",
         }
     }

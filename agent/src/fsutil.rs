@@ -1,7 +1,8 @@
 //! Small filesystem helpers: directories and installs the PostgreSQL user must reach.
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::fs::File;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 
 use crate::error::AgentError;
 
@@ -41,6 +42,107 @@ fn set_mode_bits(path: &Path, add: u32) -> std::io::Result<()> {
     let mode = std::fs::metadata(path)?.permissions().mode();
     if mode & add != add {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode((mode | add) & 0o7777))?;
+    }
+    Ok(())
+}
+
+/// Opens (creating) `path` and takes an exclusive `flock` on it, waiting as long as needed.
+/// Separate opens conflict even inside one process.
+pub async fn lock_file(path: PathBuf) -> Result<File, AgentError> {
+    lock_with(path, false).await
+}
+
+/// A shared `flock` on `path` (many holders; excludes an exclusive holder).
+pub async fn lock_file_shared(path: PathBuf) -> Result<File, AgentError> {
+    lock_with(path, true).await
+}
+
+async fn lock_with(path: PathBuf, shared: bool) -> Result<File, AgentError> {
+    tokio::task::spawn_blocking(move || {
+        let f = open_lock(&path)?;
+        let r = if shared { f.lock_shared() } else { f.lock() };
+        r.map_err(|e| AgentError::io(format!("lock {}", path.display()), e))?;
+        Ok(f)
+    })
+    .await
+    .map_err(|e| AgentError::Other(format!("lock task panicked: {e}")))?
+}
+
+/// An exclusive `flock` if nobody holds one (None if held).
+pub fn try_lock_file(path: &Path) -> Result<Option<File>, AgentError> {
+    let f = open_lock(path)?;
+    match f.try_lock() {
+        Ok(()) => Ok(Some(f)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(AgentError::io(format!("lock {}", path.display()), e))
+        }
+    }
+}
+
+fn open_lock(path: &Path) -> Result<File, AgentError> {
+    File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| AgentError::io(format!("open {}", path.display()), e))
+}
+
+/// Disk usage of a tree (allocated blocks, like `du`), not following symlinks.
+pub fn disk_usage(path: &Path) -> u64 {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
+    let mut total = meta.blocks() * 512;
+    if meta.is_dir()
+        && let Ok(rd) = std::fs::read_dir(path)
+    {
+        for e in rd.flatten() {
+            total += disk_usage(&e.path());
+        }
+    }
+    total
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// RFC 3339 (UTC, seconds) for a Unix time; empty for 0.
+pub fn rfc3339(unix: u64) -> String {
+    if unix == 0 {
+        return String::new();
+    }
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix);
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// A directory the agent itself owns gets o+x so the PostgreSQL user can pass through it
+/// (e.g. a 0700 temporary directory used as work_dir).
+pub fn open_own_dir_for_others(dir: &Path) -> Result<(), AgentError> {
+    let meta =
+        std::fs::metadata(dir).map_err(|e| AgentError::io(format!("stat {}", dir.display()), e))?;
+    if meta.uid() == nix::unistd::geteuid().as_raw() && meta.mode() & 0o001 == 0 {
+        let mode = (meta.mode() | 0o011) & 0o7777;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))
+            .map_err(|e| AgentError::io(format!("chmod {}", dir.display()), e))?;
+    }
+    Ok(())
+}
+
+/// Test setups put work_dir inside a 0700 temporary directory: ancestors below the system
+/// temp dir that the agent owns get o+x too. Nothing outside the temp dir is changed.
+pub fn open_own_temp_ancestors(dir: &Path) -> Result<(), AgentError> {
+    let tmp = std::env::temp_dir();
+    for a in dir.ancestors().skip(1) {
+        if a.starts_with(&tmp) && a != tmp {
+            open_own_dir_for_others(a)?;
+        }
     }
     Ok(())
 }

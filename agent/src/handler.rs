@@ -3,7 +3,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -13,12 +12,16 @@ use blocklab_proto::{
     task, task_result,
 };
 
+#[path = "ops.rs"]
+mod ops;
+pub use ops::{ProbeReport, drop_os_cache};
+
 use crate::AgentConfig;
 use crate::build::BuildCache;
 use crate::cluster::{self, Cluster, ClusterPlan};
 use crate::conf::{parse_client_addresses, render_settings};
 use crate::error::AgentError;
-use crate::fsutil::create_dir_0755;
+use crate::fsutil::{create_dir_0755, open_own_dir_for_others, open_own_temp_ancestors};
 use crate::options::BuildSpec;
 use crate::process::RunAs;
 use crate::users::{check_traversable, resolve_pg_user};
@@ -27,6 +30,9 @@ use crate::users::{check_traversable, resolve_pg_user};
 pub const STAGE_BUILDING: &str = "building";
 pub const STAGE_STARTING: &str = "starting";
 pub const STAGE_STOPPING: &str = "stopping";
+pub const STAGE_MEASURING: &str = "measuring";
+/// Stage of a failed I/O probe or build listing (not part of a run's life).
+pub const STAGE_PROBING: &str = "probing";
 
 /// An error together with the run stage it happened in.
 #[derive(Debug, thiserror::Error)]
@@ -38,11 +44,11 @@ pub struct TaskFailure {
 }
 
 impl TaskFailure {
-    fn at(stage: &'static str) -> impl FnOnce(AgentError) -> Self {
+    pub fn at(stage: &'static str) -> impl FnOnce(AgentError) -> Self {
         move |error| Self { stage, error }
     }
 
-    fn into_outcome(self) -> task_result::Outcome {
+    pub fn into_outcome(self) -> task_result::Outcome {
         task_error(self.stage, self.error.to_string(), self.error.log_tail())
     }
 }
@@ -78,14 +84,17 @@ impl AgentHandler {
                 format!("{:?} is empty or starts at 0", config.port_range),
             ));
         }
-        for dir in [&config.work_dir, &config.build_cache] {
+        for dir in [
+            &config.work_dir,
+            &config.build_cache,
+            &config.data_root(),
+            &config.wal_root(),
+        ] {
             create_dir_0755(dir)?;
             open_own_dir_for_others(dir)?;
             open_own_temp_ancestors(dir)?;
             check_traversable(dir, &run_as)?;
         }
-        create_dir_0755(&config.work_dir.join("runs"))?;
-        open_own_dir_for_others(&config.work_dir.join("runs"))?;
         Ok(Self {
             cache: BuildCache::new(config.build_cache.clone(), config.make_jobs),
             config,
@@ -107,12 +116,18 @@ impl AgentHandler {
     /// Host facts as a JSON object string.
     pub async fn facts_json(&self) -> String {
         let compiler = self.cache.compiler().await;
-        let (w, b) = (
-            self.config.work_dir.clone(),
-            self.config.build_cache.clone(),
-        );
-        let facts =
-            tokio::task::spawn_blocking(move || crate::facts::collect(&w, &b, &compiler)).await;
+        let c = self.config.clone();
+        let facts = tokio::task::spawn_blocking(move || {
+            let (data_root, wal_root) = (c.data_root(), c.wal_root());
+            let dirs = crate::facts::FactDirs {
+                work_dir: &c.work_dir,
+                build_cache: &c.build_cache,
+                data_root: &data_root,
+                wal_root: &wal_root,
+            };
+            crate::facts::collect(&dirs, &compiler)
+        })
+        .await;
         match facts.map(|f| serde_json::to_string(&f)) {
             Ok(Ok(json)) => json,
             _ => "{}".into(),
@@ -126,7 +141,9 @@ impl AgentHandler {
         progress: Option<&ProgressSink>,
     ) -> Result<BuildResult, AgentError> {
         let spec = BuildSpec::from_proto(options)?;
-        Ok(self.cache.ensure(&spec, progress).await?.result)
+        let build = self.cache.ensure(&spec, progress).await?;
+        self.evict_builds().await;
+        Ok(build.result.clone())
     }
 
     /// Builds (or reuses), initialises, configures and starts the run's cluster.
@@ -154,6 +171,9 @@ impl AgentHandler {
             .ensure(&spec, Some(progress))
             .await
             .map_err(TaskFailure::at(STAGE_BUILDING))?;
+        if !build.result.reused {
+            self.evict_builds().await;
+        }
 
         progress.stage(STAGE_STARTING, "initdb and start").await;
         let previous = self.lock().clusters.remove(run_id);
@@ -164,6 +184,11 @@ impl AgentHandler {
                 .map_err(TaskFailure::at(STAGE_STARTING))?;
         }
         let run_dir = self.run_dir(run_id);
+        let wal_dir = task.separate_wal.then(|| self.wal_dir(run_id));
+        if !task.separate_wal {
+            // A stale WAL directory of an earlier attempt is not this run's.
+            let _ = std::fs::remove_dir_all(self.wal_dir(run_id));
+        }
         check_traversable(&run_dir, &self.run_as).map_err(TaskFailure::at(STAGE_STARTING))?;
         check_traversable(&build.prefix.join("bin"), &self.run_as)
             .map_err(TaskFailure::at(STAGE_STARTING))?;
@@ -182,6 +207,7 @@ impl AgentHandler {
                 run_as: &self.run_as,
                 settings: &task.settings,
                 allowed_clients: &task.allowed_client_addresses,
+                wal_dir: wal_dir.clone(),
             };
             let created = cluster::create(&plan, &build).await;
             self.lock().reserved_ports.remove(&port);
@@ -193,10 +219,16 @@ impl AgentHandler {
                 other => break other.map_err(TaskFailure::at(STAGE_STARTING))?,
             }
         };
-        let mut st = self.lock();
         let data_dir = c.data_dir.display().to_string();
-        st.clusters.insert(run_id.to_string(), c);
-        drop(st);
+        self.lock().clusters.insert(run_id.to_string(), c);
+        let os_cache_dropped = if task.drop_os_cache {
+            progress
+                .stage(STAGE_STARTING, "dropping the OS page cache")
+                .await;
+            ops::drop_os_cache().await
+        } else {
+            false
+        };
         Ok(PrepareServerResult {
             conninfo: Some(started.conninfo),
             build_key: build.result.build_key,
@@ -206,7 +238,9 @@ impl AgentHandler {
             wal_block_size: started.wal_block_size,
             effective_settings: started.effective_settings,
             data_dir,
-            ..Default::default()
+            wal_dir: wal_dir.map(|w| w.display().to_string()).unwrap_or_default(),
+            postmaster_start_time: started.postmaster_start_time,
+            os_cache_dropped,
         })
     }
 
@@ -217,7 +251,7 @@ impl AgentHandler {
         let tracked = self.lock().clusters.remove(run_id);
         match tracked {
             Some(c) => cluster::stop(&c).await?,
-            None => cluster::stop_untracked(&self.run_dir(run_id)).await?,
+            None => cluster::stop_untracked(&self.run_dir(run_id), &self.wal_dir(run_id)).await?,
         }
         tracing::info!(run_id, "cluster stopped and removed");
         Ok(StopServerResult {
@@ -244,25 +278,46 @@ impl AgentHandler {
 
     /// Removes run directories left by an earlier agent process (stopping their servers).
     pub async fn cleanup_stale(&self) {
-        let runs = self.config.work_dir.join("runs");
-        let Ok(entries) = std::fs::read_dir(&runs) else {
-            return;
-        };
         let tracked: HashSet<String> = self.lock().clusters.keys().cloned().collect();
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if tracked.contains(&name) {
-                continue;
+        let mut names = std::collections::BTreeSet::new();
+        // Only directories the agent made: run directories carry a marker; a WAL directory
+        // counts with its run directory, or alone when it looks like pg_wal.
+        for (root, is_ours) in [
+            (
+                self.config.data_root(),
+                (|p: &Path| p.join(cluster::RUN_MARKER).is_file()) as fn(&Path) -> bool,
+            ),
+            (self.config.wal_root(), |p: &Path| {
+                p.join("archive_status").is_dir()
+            }),
+        ] {
+            if let Ok(entries) = std::fs::read_dir(&root) {
+                for e in entries.flatten() {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if !tracked.contains(&name)
+                        && cluster::validate_run_id(&name).is_ok()
+                        && is_ours(&e.path())
+                    {
+                        names.insert(name);
+                    }
+                }
             }
+        }
+        for name in names {
             tracing::warn!(run_id = %name, "removing stale run directory");
-            if let Err(e) = cluster::stop_untracked(&entry.path()).await {
+            let res = cluster::stop_untracked(&self.run_dir(&name), &self.wal_dir(&name)).await;
+            if let Err(e) = res {
                 tracing::warn!(run_id = %name, error = %e, "could not remove stale run");
             }
         }
     }
 
     fn run_dir(&self, run_id: &str) -> PathBuf {
-        self.config.work_dir.join("runs").join(run_id)
+        self.config.data_root().join(run_id)
+    }
+
+    fn wal_dir(&self, run_id: &str) -> PathBuf {
+        self.config.wal_root().join(run_id)
     }
 
     fn reserve_port(&self, avoid: &HashSet<u16>) -> Result<u16, AgentError> {
@@ -307,6 +362,18 @@ impl TaskHandler for AgentHandler {
                 Ok(r) => task_result::Outcome::StopServer(r),
                 Err(e) => TaskFailure::at(STAGE_STOPPING)(e).into_outcome(),
             },
+            Some(task::Kind::SnapshotStats(s)) => match self.snapshot_stats(&task.run_id, &s).await
+            {
+                Ok(r) => task_result::Outcome::SnapshotStats(r),
+                Err(e) => TaskFailure::at(STAGE_MEASURING)(e).into_outcome(),
+            },
+            Some(task::Kind::RunProbe(p)) => match self.run_probe(&p, Some(&progress)).await {
+                Ok(r) => task_result::Outcome::RunProbe(r.result),
+                Err(e) => TaskFailure::at(STAGE_PROBING)(e).into_outcome(),
+            },
+            Some(task::Kind::ListBuilds(_)) => {
+                task_result::Outcome::ListBuilds(self.list_builds().await)
+            }
             Some(other) => task_error(
                 STAGE_STARTING,
                 format!("an agent does not run {} tasks", kind_name(&other)),
@@ -332,29 +399,4 @@ fn kind_name(k: &task::Kind) -> &'static str {
         task::Kind::RunProbe(_) => "run_probe",
         task::Kind::ListBuilds(_) => "list_builds",
     }
-}
-
-/// A directory the agent itself owns gets o+x so the PostgreSQL user can pass through it
-/// (e.g. a 0700 temporary directory used as work_dir).
-fn open_own_dir_for_others(dir: &Path) -> Result<(), AgentError> {
-    let meta =
-        std::fs::metadata(dir).map_err(|e| AgentError::io(format!("stat {}", dir.display()), e))?;
-    if meta.uid() == nix::unistd::geteuid().as_raw() && meta.mode() & 0o001 == 0 {
-        let mode = (meta.mode() | 0o011) & 0o7777;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))
-            .map_err(|e| AgentError::io(format!("chmod {}", dir.display()), e))?;
-    }
-    Ok(())
-}
-
-/// Test setups put work_dir inside a 0700 temporary directory: ancestors below the system
-/// temp dir that the agent owns get o+x too. Nothing outside the temp dir is changed.
-fn open_own_temp_ancestors(dir: &Path) -> Result<(), AgentError> {
-    let tmp = std::env::temp_dir();
-    for a in dir.ancestors().skip(1) {
-        if a.starts_with(&tmp) && a != tmp {
-            open_own_dir_for_others(a)?;
-        }
-    }
-    Ok(())
 }

@@ -3,6 +3,7 @@
 //! facts. `serve` attaches to the coordinator; [`AgentHandler`] can also be driven directly.
 
 pub mod build;
+pub mod cache;
 pub mod cluster;
 pub mod conf;
 pub mod error;
@@ -10,7 +11,10 @@ pub mod facts;
 pub mod fsutil;
 pub mod handler;
 pub mod options;
+pub mod probe;
 pub mod process;
+pub mod source;
+pub mod stats;
 pub mod users;
 
 use std::future::Future;
@@ -41,9 +45,18 @@ pub struct AgentConfig {
     pub labels: Vec<String>,
     /// IP PostgreSQL listens on and that goes into conninfo.
     pub advertise_addr: String,
-    /// Clusters live under `work_dir/runs/<run_id>/`.
+    /// Agent state; `data_root` and `wal_root` default to directories below it.
     pub work_dir: PathBuf,
+    /// Run directories (data directory, logs): `data_root/<run_id>/`. Default
+    /// `work_dir/runs`.
+    pub data_root: Option<PathBuf>,
+    /// WAL directories of runs with `separate_wal`: `wal_root/<run_id>/`. Default
+    /// `work_dir/wal`.
+    pub wal_root: Option<PathBuf>,
     pub build_cache: PathBuf,
+    /// Size cap of the build cache: after each new build the least recently used builds
+    /// not in use are removed until the builds total at most this. `None` = no cap.
+    pub build_cache_max_bytes: Option<u64>,
     /// OS user for initdb/postgres; `None` = the current user (which must not be root).
     pub pg_user: Option<String>,
     /// Inclusive.
@@ -63,7 +76,10 @@ impl AgentConfig {
             labels: Vec::new(),
             advertise_addr: "127.0.0.1".into(),
             work_dir: PathBuf::from(DEFAULT_WORK_DIR),
+            data_root: None,
+            wal_root: None,
             build_cache: PathBuf::from(DEFAULT_BUILD_CACHE),
+            build_cache_max_bytes: None,
             pg_user: default_pg_user(),
             port_range: DEFAULT_PORT_RANGE,
             make_jobs: std::thread::available_parallelism()
@@ -71,6 +87,20 @@ impl AgentConfig {
                 .unwrap_or(2),
             heartbeat_interval: Duration::from_secs(2),
         }
+    }
+}
+
+impl AgentConfig {
+    pub fn data_root(&self) -> PathBuf {
+        self.data_root
+            .clone()
+            .unwrap_or_else(|| self.work_dir.join("runs"))
+    }
+
+    pub fn wal_root(&self) -> PathBuf {
+        self.wal_root
+            .clone()
+            .unwrap_or_else(|| self.work_dir.join("wal"))
     }
 }
 

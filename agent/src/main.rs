@@ -27,6 +27,16 @@ struct Args {
     advertise_addr: String,
     #[arg(long, default_value = blocklab_agent::DEFAULT_WORK_DIR)]
     work_dir: PathBuf,
+    /// Where run directories (data directory, server log) go (default WORK_DIR/runs).
+    #[arg(long, env = "BLOCKLAB_DATA_ROOT")]
+    data_root: Option<PathBuf>,
+    /// Where WAL goes for runs with separate_wal, e.g. another disk (default WORK_DIR/wal).
+    #[arg(long, env = "BLOCKLAB_WAL_ROOT")]
+    wal_root: Option<PathBuf>,
+    /// Size cap of the build cache in bytes; least recently used builds not in use are
+    /// removed after a new build (default: no cap).
+    #[arg(long, env = "BLOCKLAB_BUILD_CACHE_MAX_BYTES")]
+    build_cache_max_bytes: Option<u64>,
     #[arg(long, env = "BLOCKLAB_BUILD_CACHE", default_value = blocklab_agent::DEFAULT_BUILD_CACHE)]
     build_cache: PathBuf,
     /// OS user that runs initdb/postgres (default: blocklab as root, else the current user).
@@ -96,7 +106,10 @@ async fn main() -> anyhow::Result<()> {
         .collect();
     config.advertise_addr = args.advertise_addr;
     config.work_dir = args.work_dir;
+    config.data_root = args.data_root;
+    config.wal_root = args.wal_root;
     config.build_cache = args.build_cache;
+    config.build_cache_max_bytes = args.build_cache_max_bytes;
     if args.pg_user.is_some() {
         config.pg_user = args.pg_user;
     }

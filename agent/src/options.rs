@@ -36,25 +36,39 @@ const RESERVED_FLAGS: &[&str] = &[
     "--config-cache",
 ];
 
+/// Where the PostgreSQL source comes from, after validation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A local release tarball, optionally checked against a sha256.
+    Tarball {
+        path: PathBuf,
+        sha256: Option<String>,
+    },
+    /// A tarball downloaded (once, cached by digest) and checked against its sha256.
+    Url { url: String, sha256: String },
+    /// A git repository at a ref (branch, tag or commit); the commit is recorded.
+    Git { url: String, git_ref: String },
+}
+
 /// Build options after validation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BuildSpec {
-    pub tarball: PathBuf,
+    pub source: Source,
     pub block_size_kb: u32,
     pub wal_block_size_kb: u32,
     pub configure_flags: Vec<String>,
+    /// `--with-segsize` (0 = default).
+    pub segsize_gb: u32,
+    /// WAL segment size (0 = default): configure before PostgreSQL 11, initdb from 11 on.
+    pub wal_segsize_mb: u32,
+    /// Words of the `CFLAGS=` configure argument.
+    pub cflags: Vec<String>,
 }
 
 impl BuildSpec {
-    /// Validates the wire options. Spawns nothing; the tarball's existence is checked
-    /// separately by [`check_tarball`].
+    /// Validates the wire options. Spawns nothing and touches no file.
     pub fn from_proto(opts: &blocklab_proto::BuildOptions) -> Result<Self, AgentError> {
-        let tarball = opts
-            .source
-            .as_ref()
-            .map(|s| s.tarball.trim())
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| AgentError::invalid("source.tarball", "no tarball path given"))?;
+        let source = Source::from_proto(opts.source.as_ref())?;
         if !DATA_BLOCK_SIZES_KB.contains(&opts.block_size_kb) {
             return Err(AgentError::invalid(
                 "block_size_kb",
@@ -76,34 +90,214 @@ impl BuildSpec {
         for flag in &opts.configure_flags {
             validate_configure_flag(flag)?;
         }
-        let tarball = PathBuf::from(tarball);
-        let name = tarball.to_string_lossy();
-        if ![".tar.bz2", ".tar.gz", ".tgz", ".tar.xz", ".tar"]
-            .iter()
-            .any(|s| name.ends_with(s))
-        {
-            return Err(AgentError::invalid(
-                "source.tarball",
-                format!("{name} is not a .tar.bz2, .tar.gz or .tgz file"),
-            ));
+        let has_flag = |name: &str| {
+            opts.configure_flags
+                .iter()
+                .any(|f| f == name || f.starts_with(&format!("{name}=")))
+        };
+        if opts.segsize_gb != 0 {
+            if !(1..=1024).contains(&opts.segsize_gb) || !opts.segsize_gb.is_power_of_two() {
+                return Err(AgentError::invalid(
+                    "segsize_gb",
+                    format!("{} is not a power of two from 1 to 1024", opts.segsize_gb),
+                ));
+            }
+            if has_flag("--with-segsize") {
+                return Err(AgentError::invalid(
+                    "segsize_gb",
+                    "given twice: as segsize_gb and as the configure flag --with-segsize",
+                ));
+            }
         }
+        if opts.wal_segsize_mb != 0 {
+            if !(1..=1024).contains(&opts.wal_segsize_mb) || !opts.wal_segsize_mb.is_power_of_two()
+            {
+                return Err(AgentError::invalid(
+                    "wal_segsize_mb",
+                    format!(
+                        "{} is not a power of two from 1 to 1024",
+                        opts.wal_segsize_mb
+                    ),
+                ));
+            }
+            if has_flag("--with-wal-segsize") {
+                return Err(AgentError::invalid(
+                    "wal_segsize_mb",
+                    "given twice: as wal_segsize_mb and as the configure flag --with-wal-segsize",
+                ));
+            }
+        }
+        validate_cflags(&opts.cflags)?;
         Ok(Self {
-            tarball,
+            source,
             block_size_kb: opts.block_size_kb,
             wal_block_size_kb: opts.wal_block_size_kb,
             configure_flags: opts.configure_flags.clone(),
+            segsize_gb: opts.segsize_gb,
+            wal_segsize_mb: opts.wal_segsize_mb,
+            cflags: opts.cflags.clone(),
         })
     }
 
-    /// A readable key prefix such as `pg15.18-b8-w8`.
-    pub fn readable_prefix(&self) -> String {
-        format!(
+    /// A readable key prefix such as `pg15.18-b8-w8` (`-s2` with a segment size).
+    pub fn readable_prefix(&self, version_hint: &str) -> String {
+        let mut p = format!(
             "pg{}-b{}-w{}",
-            version_hint(&self.tarball),
-            self.block_size_kb,
-            self.wal_block_size_kb
-        )
+            version_hint, self.block_size_kb, self.wal_block_size_kb
+        );
+        if self.segsize_gb != 0 {
+            p.push_str(&format!("-s{}", self.segsize_gb));
+        }
+        p
     }
+}
+
+impl Source {
+    fn from_proto(s: Option<&blocklab_proto::SourceSpec>) -> Result<Self, AgentError> {
+        let s = s.ok_or_else(|| AgentError::invalid("source", "no source given"))?;
+        let (tarball, url, git) = (s.tarball.trim(), s.url.trim(), s.git_url.trim());
+        let given = [tarball, url, git].iter().filter(|v| !v.is_empty()).count();
+        if given != 1 {
+            return Err(AgentError::invalid(
+                "source",
+                "give exactly one of tarball, url and git_url",
+            ));
+        }
+        let sha256 = match s.sha256.trim() {
+            "" => None,
+            h => Some(validate_sha256(h)?),
+        };
+        if !tarball.is_empty() {
+            let path = PathBuf::from(tarball);
+            if !path.is_absolute() {
+                return Err(AgentError::invalid(
+                    "source.tarball",
+                    format!("{tarball} is not an absolute path"),
+                ));
+            }
+            if !TAR_SUFFIXES.iter().any(|x| tarball.ends_with(x)) {
+                return Err(AgentError::invalid(
+                    "source.tarball",
+                    format!("{tarball} is not a .tar.bz2, .tar.gz, .tgz, .tar.xz or .tar file"),
+                ));
+            }
+            return Ok(Self::Tarball { path, sha256 });
+        }
+        if !url.is_empty() {
+            validate_url("source.url", url, &["http://", "https://"])?;
+            let sha256 = sha256.ok_or_else(|| {
+                AgentError::invalid("source.sha256", "required for a tarball URL")
+            })?;
+            return Ok(Self::Url {
+                url: url.to_string(),
+                sha256,
+            });
+        }
+        validate_url(
+            "source.git_url",
+            git,
+            &["https://", "http://", "git://", "ssh://", "file:///"],
+        )?;
+        if sha256.is_some() {
+            return Err(AgentError::invalid(
+                "source.sha256",
+                "not used with git_url (the commit identifies the source)",
+            ));
+        }
+        let git_ref = match s.git_ref.trim() {
+            "" => "HEAD".to_string(),
+            r => validate_git_ref(r)?,
+        };
+        Ok(Self::Git {
+            url: git.to_string(),
+            git_ref,
+        })
+    }
+
+    /// How errors and logs name this source.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Tarball { path, .. } => path.display().to_string(),
+            Self::Url { url, .. } => url.clone(),
+            Self::Git { url, git_ref } => format!("{url} at {git_ref}"),
+        }
+    }
+}
+
+pub const TAR_SUFFIXES: [&str; 5] = [".tar.bz2", ".tar.gz", ".tgz", ".tar.xz", ".tar"];
+
+/// 64 hex digits, returned lower-case.
+pub fn validate_sha256(h: &str) -> Result<String, AgentError> {
+    if h.len() == 64 && h.chars().all(|c| c.is_ascii_hexdigit()) {
+        Ok(h.to_ascii_lowercase())
+    } else {
+        Err(AgentError::invalid(
+            "source.sha256",
+            format!("{h:?} is not 64 hex digits"),
+        ))
+    }
+}
+
+fn validate_url(field: &str, url: &str, schemes: &[&str]) -> Result<(), AgentError> {
+    if !schemes.iter().any(|s| url.starts_with(s)) {
+        return Err(AgentError::invalid(
+            field,
+            format!("{url:?} must start with one of {schemes:?}"),
+        ));
+    }
+    if url.len() > 2048 || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(AgentError::invalid(
+            field,
+            format!("{url:?} contains whitespace or control characters, or is too long"),
+        ));
+    }
+    Ok(())
+}
+
+/// Branch, tag or commit: `[A-Za-z0-9._/-]`, not starting with `-`, no `..`.
+pub fn validate_git_ref(r: &str) -> Result<String, AgentError> {
+    let ok = r.len() <= 200
+        && !r.starts_with('-')
+        && !r.contains("..")
+        && r.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._/-".contains(c));
+    if ok {
+        Ok(r.to_string())
+    } else {
+        Err(AgentError::invalid(
+            "source.git_ref",
+            format!(
+                "{r:?} must be 1-200 characters of A-Z a-z 0-9 . _ / -, not starting with - and without .."
+            ),
+        ))
+    }
+}
+
+/// CFLAGS words: each starts with `-` and uses `A-Z a-z 0-9 _ = . , : + / -`; at most 64.
+pub fn validate_cflags(words: &[String]) -> Result<(), AgentError> {
+    if words.len() > 64 {
+        return Err(AgentError::invalid("cflags", "more than 64 words"));
+    }
+    for w in words {
+        let ok = w.len() > 1
+            && w.len() <= 200
+            && w.starts_with('-')
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_=.,:+/-".contains(c));
+        if !ok {
+            return Err(AgentError::invalid(
+                format!("cflags word {w:?}"),
+                "must start with - and contain only A-Z a-z 0-9 _ = . , : + / -",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The major version of `15.18`, `9.6.24`, `17devel`, `16beta1` (0 if unreadable).
+pub fn major_version(version: &str) -> u32 {
+    let digits: String = version.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().unwrap_or(0)
 }
 
 /// Checks that the tarball is a readable regular file; the error names the path.
@@ -153,8 +347,16 @@ pub fn validate_configure_flag(flag: &str) -> Result<(), AgentError> {
 }
 
 /// The cache key: a readable prefix plus the first 16 hex digits of a sha256 over every
-/// input that changes the binaries.
-pub fn cache_key(spec: &BuildSpec, source_sha256: &str, compiler: &str) -> String {
+/// input that changes the binaries. Options at their default add nothing, so keys made
+/// before they existed stay valid. `wal_segsize_in_configure`: the source is older than
+/// PostgreSQL 11, where the WAL segment size is compiled in.
+pub fn cache_key(
+    spec: &BuildSpec,
+    source_sha256: &str,
+    compiler: &str,
+    version_hint: &str,
+    wal_segsize_in_configure: bool,
+) -> String {
     let mut h = Sha256::new();
     h.update(b"blocklab-build-v1\n");
     h.update(format!("source={source_sha256}\n"));
@@ -164,18 +366,24 @@ pub fn cache_key(spec: &BuildSpec, source_sha256: &str, compiler: &str) -> Strin
         h.update(format!("flag={f}\n"));
     }
     h.update(format!("compiler={compiler}\n"));
+    if spec.segsize_gb != 0 {
+        h.update(format!("segsize_gb={}\n", spec.segsize_gb));
+    }
+    if wal_segsize_in_configure && spec.wal_segsize_mb != 0 {
+        h.update(format!("wal_segsize_mb={}\n", spec.wal_segsize_mb));
+    }
+    if !spec.cflags.is_empty() {
+        h.update(format!("cflags={}\n", spec.cflags.join(" ")));
+    }
     let digest = hex::encode(h.finalize());
-    format!("{}-{}", spec.readable_prefix(), &digest[..16])
+    format!("{}-{}", spec.readable_prefix(version_hint), &digest[..16])
 }
 
 /// `postgresql-15.18.tar.bz2` → `15.18`; anything unrecognisable → `src`.
-fn version_hint(tarball: &Path) -> String {
-    let name = tarball
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut stem = name.as_str();
-    for suffix in [".tar.bz2", ".tar.gz", ".tgz", ".tar.xz", ".tar"] {
+pub fn version_hint(file_name: &str) -> String {
+    let name = file_name.rsplit('/').next().unwrap_or_default();
+    let mut stem = name;
+    for suffix in TAR_SUFFIXES {
         if let Some(s) = stem.strip_suffix(suffix) {
             stem = s;
             break;
@@ -195,119 +403,5 @@ fn version_hint(tarball: &Path) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use blocklab_proto::{BuildOptions, SourceSpec};
-
-    fn opts(b: u32, w: u32, flags: &[&str]) -> BuildOptions {
-        BuildOptions {
-            source: Some(SourceSpec {
-                tarball: "/src/postgresql-15.18.tar.bz2".into(),
-                ..Default::default()
-            }),
-            block_size_kb: b,
-            wal_block_size_kb: w,
-            configure_flags: flags.iter().map(|s| s.to_string()).collect(),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn cache_key_is_stable_and_changes_with_each_input() {
-        let base = BuildSpec::from_proto(&opts(8, 8, &["--without-icu"])).unwrap();
-        let k = cache_key(&base, "aa", "gcc 12");
-        assert_eq!(k, cache_key(&base.clone(), "aa", "gcc 12"));
-        assert!(k.starts_with("pg15.18-b8-w8-"), "{k}");
-        assert_eq!(k.len(), "pg15.18-b8-w8-".len() + 16);
-        let mut seen = std::collections::HashSet::from([k.clone()]);
-        let variants = [
-            cache_key(&base, "ab", "gcc 12"),
-            cache_key(&base, "aa", "gcc 13"),
-            cache_key(
-                &BuildSpec::from_proto(&opts(16, 8, &["--without-icu"])).unwrap(),
-                "aa",
-                "gcc 12",
-            ),
-            cache_key(
-                &BuildSpec::from_proto(&opts(8, 16, &["--without-icu"])).unwrap(),
-                "aa",
-                "gcc 12",
-            ),
-            cache_key(
-                &BuildSpec::from_proto(&opts(8, 8, &[])).unwrap(),
-                "aa",
-                "gcc 12",
-            ),
-            cache_key(
-                &BuildSpec::from_proto(&opts(8, 8, &["--without-icu", "--enable-debug"])).unwrap(),
-                "aa",
-                "gcc 12",
-            ),
-            cache_key(
-                &BuildSpec::from_proto(&opts(8, 8, &["--enable-debug", "--without-icu"])).unwrap(),
-                "aa",
-                "gcc 12",
-            ),
-        ];
-        for v in variants {
-            assert!(seen.insert(v.clone()), "duplicate key {v}");
-        }
-    }
-
-    #[test]
-    fn good_configure_flags_pass() {
-        for f in [
-            "--without-icu",
-            "--enable-debug",
-            "--with-segsize=2",
-            "--with-extra-version=-lab",
-            "--with-includes=/usr/include/x:/opt/y",
-            "--enable-cassert",
-        ] {
-            validate_configure_flag(f).unwrap_or_else(|e| panic!("{f}: {e}"));
-        }
-    }
-
-    #[test]
-    fn bad_configure_flags_are_refused_naming_the_flag() {
-        for f in [
-            "--with-blocksize=16; rm -rf /",
-            "--with-blocksize=16",
-            "--with-wal-blocksize=8",
-            "--prefix=/tmp/x",
-            "--bindir=/usr/bin",
-            "-O2",
-            "without-icu",
-            "--Foo",
-            "--with-x=$(id)",
-            "--with-x=a b",
-            "--",
-            "--with-x=`id`",
-            "--foo\n",
-        ] {
-            let err = validate_configure_flag(f).expect_err(f).to_string();
-            assert!(err.contains(&format!("{f:?}")), "{f}: {err}");
-        }
-    }
-
-    #[test]
-    fn block_sizes_are_validated() {
-        assert!(BuildSpec::from_proto(&opts(3, 8, &[])).is_err());
-        assert!(BuildSpec::from_proto(&opts(64, 8, &[])).is_err());
-        assert!(BuildSpec::from_proto(&opts(8, 128, &[])).is_err());
-        assert!(BuildSpec::from_proto(&opts(8, 0, &[])).is_err());
-        assert!(BuildSpec::from_proto(&opts(32, 64, &[])).is_ok());
-        assert!(BuildSpec::from_proto(&opts(1, 1, &[])).is_ok());
-        let err = BuildSpec::from_proto(&opts(8, 8, &["--prefix=/x"])).unwrap_err();
-        assert!(err.to_string().contains("--prefix=/x"), "{err}");
-    }
-
-    #[test]
-    fn missing_tarball_names_the_path() {
-        let err = check_tarball(Path::new("/nope/postgresql-1.tar.bz2")).unwrap_err();
-        assert!(
-            err.to_string().contains("/nope/postgresql-1.tar.bz2"),
-            "{err}"
-        );
-    }
-}
+#[path = "options_tests.rs"]
+mod tests;

@@ -88,7 +88,10 @@ async fn builds_starts_proves_block_size_and_stops() {
         build.build_seconds,
         started.elapsed().as_secs_f64()
     );
-    assert!(build.build_key.starts_with("pg15") && build.build_key.contains("-b8-w8-"), "{build:?}");
+    assert!(
+        build.build_key.starts_with("pg15") && build.build_key.contains("-b8-w8-"),
+        "{build:?}"
+    );
     assert_eq!(build.pg_version, "15.18");
     assert_eq!(build.source_sha256.len(), 64);
 

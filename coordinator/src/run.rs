@@ -429,7 +429,11 @@ fn suspect_reasons(
             .find(|(n, _)| n == name)
             .map_or(0.0, |(_, v)| *v)
     };
-    if stat("bgwriter.checkpoints_timed") + stat("bgwriter.checkpoints_req") > 0.0 {
+    let checkpoints = stat("bgwriter.checkpoints_timed")
+        + stat("bgwriter.checkpoints_req")
+        + stat("checkpointer.num_timed")
+        + stat("checkpointer.num_requested");
+    if checkpoints > 0.0 {
         out.push("checkpoint in measured window".to_string());
     }
     if !before.postmaster_start_time.is_empty()

@@ -1,0 +1,66 @@
+use super::*;
+
+#[test]
+fn half_finished_build_is_removed_complete_one_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let half = dir.path().join("pg15-b8-w8-aaaa");
+    std::fs::create_dir_all(half.join("bin")).unwrap();
+    std::fs::write(half.join("bin/postgres"), b"x").unwrap();
+    assert!(remove_unfinished(&half).unwrap());
+    assert!(!half.exists());
+
+    let done = dir.path().join("pg15-b8-w8-bbbb");
+    std::fs::create_dir_all(done.join("bin")).unwrap();
+    let m = Marker {
+        key: "pg15-b8-w8-bbbb".into(),
+        source_sha256: "ff".into(),
+        pg_version: "15.18".into(),
+        block_size_kb: 8,
+        wal_block_size_kb: 8,
+        configure_flags: vec![],
+        compiler: "gcc".into(),
+        build_seconds: 1.5,
+        completed_at_unix: 1,
+        segsize_gb: 0,
+        wal_segsize_mb: 0,
+        cflags: vec![],
+        source: String::new(),
+        git_commit: String::new(),
+    };
+    write_marker(&done, &m).unwrap();
+    assert!(!remove_unfinished(&done).unwrap());
+    assert_eq!(read_marker(&done), Some(m));
+
+    // A corrupt marker counts as unfinished.
+    std::fs::write(done.join(MARKER), b"{").unwrap();
+    assert!(remove_unfinished(&done).unwrap());
+    assert!(!done.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn build_lock_is_exclusive() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("k.lock");
+    let first = crate::fsutil::lock_file(path.clone()).await.unwrap();
+    let second = tokio::spawn(crate::fsutil::lock_file(path.clone()));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!second.is_finished(), "second lock must wait for the first");
+    drop(first);
+    let got = tokio::time::timeout(Duration::from_secs(5), second).await;
+    assert!(matches!(got, Ok(Ok(Ok(_)))), "second lock not acquired");
+}
+
+#[tokio::test]
+async fn sha256_streams_file_and_names_missing_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("a.tar.gz");
+    std::fs::write(&p, b"abc").unwrap();
+    assert_eq!(
+        sha256_file(&p).await.unwrap(),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+    let err = sha256_file(&dir.path().join("none.tar.gz"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("none.tar.gz"), "{err}");
+}

@@ -383,6 +383,14 @@ impl TaskHandler for AgentHandler {
         }
     }
 
+    async fn on_fence(&self) {
+        let running = self.running();
+        if !running.is_empty() {
+            tracing::warn!(runs = ?running, "fenced: stopping every cluster of this agent");
+        }
+        self.stop_all().await;
+    }
+
     async fn on_shutdown(&self) {
         self.stop_all().await;
     }

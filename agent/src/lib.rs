@@ -139,6 +139,7 @@ pub async fn serve(
         hello,
         heartbeat_interval: config.heartbeat_interval,
         max_backoff: Duration::from_secs(10),
+        fence_after: Duration::from_secs(10),
     };
     run_session(session, handler, shutdown).await;
     tracing::info!("agent stopped");

@@ -570,6 +570,47 @@ impl Catalog {
         Ok(())
     }
 
+    /// Marks an attempt lost (a host vanished during it); ignored if no longer current.
+    pub async fn lose_run(
+        &self,
+        run_id: &str,
+        attempt: u32,
+        stage: &str,
+        reason: &str,
+    ) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        sqlx::query("UPDATE runs SET state = 'lost', stage = ?, error = ?, finished_at = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
+            .bind(stage)
+            .bind(reason)
+            .bind(now())
+            .bind(run_id)
+            .bind(attempt)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Lost runs of a job go back to the queue while they have attempts left; the others
+    /// fail. Returns how many were requeued.
+    pub async fn requeue_lost(&self, job_id: &str, max_attempts: u32) -> Result<u64, CatalogError> {
+        let mut tx = self.write().await?;
+        let requeued = sqlx::query(
+            "UPDATE runs SET state = 'queued' WHERE job_id = ? AND state = 'lost' AND attempt < ?",
+        )
+        .bind(job_id)
+        .bind(max_attempts)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        sqlx::query("UPDATE runs SET state = 'failed', error = 'lost ' || attempt || ' times, last: ' || coalesce(error, '') WHERE job_id = ? AND state = 'lost'")
+            .bind(job_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(requeued)
+    }
+
     /// Fails every queued run of a job (used when it cannot proceed at all).
     pub async fn fail_queued_runs(
         &self,

@@ -333,14 +333,28 @@ impl Fleet for FleetService {
         });
         let interval_ms = u32::try_from(self.registry.liveness.heartbeat_interval.as_millis())
             .unwrap_or(u32::MAX);
+        let timeout_ms =
+            u32::try_from(self.registry.liveness.heartbeat_timeout.as_millis()).unwrap_or(u32::MAX);
         let welcome = CoordinatorMessage {
             kind: Some(coordinator_message::Kind::Welcome(Welcome {
                 heartbeat_interval_ms: interval_ms,
+                heartbeat_timeout_ms: timeout_ms,
             })),
         };
-        tx.send(Ok(welcome))
+        tx.send(Ok(welcome.clone()))
             .await
             .map_err(|_| Status::unavailable("host went away"))?;
+        // The welcome again every interval: the host knows it is still heard.
+        let keepalive_tx = tx.clone();
+        let every = self.registry.liveness.heartbeat_interval;
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                if keepalive_tx.send(Ok(welcome.clone())).await.is_err() {
+                    return;
+                }
+            }
+        });
         self.registry.insert(session.clone());
         tracing::info!(host_id = %session.host_id, role = role_name, address = %session.address, "host attached");
 

@@ -26,11 +26,23 @@ const READY_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// Client CPU above this share of the workers' threads marks a run suspect.
 const CPU_SATURATED: f64 = 0.9;
 
-/// Why a run failed: stage, reason, log tail.
-type Failure = (String, String, String);
+/// Why a run did not finish. `lost` means a host vanished (disconnected or silent), so the
+/// run may be retried; otherwise the run failed.
+#[derive(Debug)]
+struct Failure {
+    stage: String,
+    reason: String,
+    tail: String,
+    lost: bool,
+}
 
 fn fail(stage: &str, reason: impl Into<String>, tail: impl Into<String>) -> Failure {
-    (stage.to_string(), reason.into(), tail.into())
+    Failure {
+        stage: stage.to_string(),
+        reason: reason.into(),
+        tail: tail.into(),
+        lost: false,
+    }
 }
 
 fn unexpected(stage: &str, outcome: Result<Outcome, CallError>) -> Failure {
@@ -41,7 +53,10 @@ fn unexpected(stage: &str, outcome: Result<Outcome, CallError>) -> Failure {
             e.log_tail,
         ),
         Ok(_) => fail(stage, "host answered with the wrong result kind", ""),
-        Err(e) => fail(stage, e.to_string(), ""),
+        Err(e) => Failure {
+            lost: true,
+            ..fail(stage, e.to_string(), "")
+        },
     }
 }
 
@@ -129,10 +144,16 @@ impl Scheduler {
                 }
                 tracing::info!(run_id, tps = o.result.tps_excluding_connections, suspect = ?o.suspect, "run done");
             }
-            Err((stage, reason, tail)) => {
-                tracing::warn!(run_id, stage = %stage, reason = %reason, "run failed");
+            Err(f) if f.lost => {
+                tracing::warn!(run_id, attempt, stage = %f.stage, reason = %f.reason, "run lost");
                 self.catalog
-                    .fail_run(run_id, attempt, &stage, &reason, &tail)
+                    .lose_run(run_id, attempt, &f.stage, &f.reason)
+                    .await?;
+            }
+            Err(f) => {
+                tracing::warn!(run_id, stage = %f.stage, reason = %f.reason, "run failed");
+                self.catalog
+                    .fail_run(run_id, attempt, &f.stage, &f.reason, &f.tail)
                     .await?;
             }
         }

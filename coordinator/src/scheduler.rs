@@ -13,6 +13,8 @@ use crate::fleet::{HostSession, Registry};
 use crate::spec::{BuildPoint, JobSpec, Spec, SpecError};
 
 const BUILD_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+/// Attempts a run gets when hosts vanish under it (then it fails).
+pub const MAX_ATTEMPTS: u32 = 3;
 /// How long a job waits for a host it needs before giving up on a run.
 pub(crate) const HOST_WAIT: Duration = Duration::from_secs(120);
 
@@ -151,19 +153,35 @@ impl Scheduler {
         self.changed(job_id);
         let plan = spec.plan();
         let cancelled = self.cancelled(job_id);
-        for run in self.catalog.runs(job_id).await? {
+        loop {
+            let queued: Vec<_> = self
+                .catalog
+                .runs(job_id)
+                .await?
+                .into_iter()
+                .filter(|r| r.state == "queued")
+                .collect();
+            if queued.is_empty() {
+                // Lost runs are retried on the same host, up to a bound.
+                if self.catalog.requeue_lost(job_id, MAX_ATTEMPTS).await? == 0 {
+                    break;
+                }
+                continue;
+            }
+            for run in queued {
+                if *cancelled.borrow() {
+                    break;
+                }
+                let Some(cell) = plan.cells.get(run.cell_index as usize) else {
+                    continue;
+                };
+                self.execute_run(job_id, &spec, cell, &run, &db_host)
+                    .await?;
+                self.changed(job_id);
+            }
             if *cancelled.borrow() {
                 break;
             }
-            if run.state != "queued" {
-                continue;
-            }
-            let Some(cell) = plan.cells.get(run.cell_index as usize) else {
-                continue;
-            };
-            self.execute_run(job_id, &spec, cell, &run, &db_host)
-                .await?;
-            self.changed(job_id);
         }
         self.finish_job(job_id).await
     }

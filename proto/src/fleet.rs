@@ -4,7 +4,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
@@ -30,6 +30,12 @@ pub trait TaskHandler: Send + Sync + 'static {
 
     /// The coordinator cancelled a task: stop its work promptly.
     fn on_cancel(&self, _cancel: crate::v1::CancelTask) {}
+
+    /// Called once when the coordinator has been unreachable for longer than the heartbeat
+    /// timeout: the coordinator has declared this host's work lost, so stop it (fencing).
+    fn on_fence(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
 
     /// Called once when the daemon shuts down: stop servers, abort load.
     fn on_shutdown(&self) -> impl Future<Output = ()> + Send {
@@ -82,6 +88,36 @@ pub struct SessionConfig {
     /// Used until the coordinator's welcome says otherwise.
     pub heartbeat_interval: Duration,
     pub max_backoff: Duration,
+    /// Fence (stop all work) after hearing nothing from the coordinator this long; the
+    /// coordinator's welcome overrides it with its heartbeat timeout.
+    pub fence_after: Duration,
+}
+
+/// When the coordinator was last heard from, and how long silence may last.
+struct Contact {
+    last: std::sync::Mutex<Instant>,
+    fence_after_ms: std::sync::atomic::AtomicU64,
+}
+
+impl Contact {
+    fn heard(&self) {
+        *self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
+    }
+    fn silence(&self) -> Duration {
+        self.last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .elapsed()
+    }
+    fn limit(&self) -> Duration {
+        Duration::from_millis(
+            self.fence_after_ms
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
 }
 
 /// Runs the session until `shutdown` resolves; then calls the handler's `on_shutdown`.
@@ -91,11 +127,18 @@ pub async fn run_session<H: TaskHandler>(
     shutdown: impl Future<Output = ()>,
 ) {
     tokio::pin!(shutdown);
+    let contact = Arc::new(Contact {
+        last: std::sync::Mutex::new(Instant::now()),
+        fence_after_ms: std::sync::atomic::AtomicU64::new(
+            u64::try_from(config.fence_after.as_millis()).unwrap_or(u64::MAX),
+        ),
+    });
+    let watchdog = tokio::spawn(fence_watchdog(contact.clone(), handler.clone()));
     let mut backoff = Duration::from_millis(200);
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
-            outcome = one_connection(&config, handler.clone()) => {
+            outcome = one_connection(&config, handler.clone(), contact.clone()) => {
                 match outcome {
                     Ok(()) => {
                         tracing::warn!(coordinator = %config.coordinator, "session closed by coordinator");
@@ -112,14 +155,40 @@ pub async fn run_session<H: TaskHandler>(
         backoff = (backoff * 2).min(config.max_backoff);
     }
     tracing::info!("shutting down session");
+    watchdog.abort();
     handler.on_shutdown().await;
+}
+
+/// Fences the host once per outage: when the coordinator has been silent past the limit.
+async fn fence_watchdog<H: TaskHandler>(contact: Arc<Contact>, handler: Arc<H>) {
+    let mut fenced = false;
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let silent = contact.silence() > contact.limit();
+        if silent && !fenced {
+            tracing::warn!(
+                silence_ms = contact.silence().as_millis() as u64,
+                "coordinator unreachable past the heartbeat timeout; fencing"
+            );
+            handler.on_fence().await;
+            fenced = true;
+        } else if !silent {
+            fenced = false;
+        }
+    }
 }
 
 async fn one_connection<H: TaskHandler>(
     config: &SessionConfig,
     handler: Arc<H>,
+    contact: Arc<Contact>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let mut client = FleetClient::connect(crate::endpoint_url(&config.coordinator)).await?;
+    let channel =
+        tonic::transport::Endpoint::from_shared(crate::endpoint_url(&config.coordinator))?
+            .connect_timeout(Duration::from_secs(5))
+            .connect()
+            .await?;
+    let mut client = FleetClient::new(channel);
     let (tx, rx) = mpsc::channel::<HostMessage>(256);
     tx.send(HostMessage {
         kind: Some(host_message::Kind::Hello(config.hello.clone())),
@@ -149,14 +218,29 @@ async fn one_connection<H: TaskHandler>(
     });
 
     let result = async {
-        while let Some(msg) = inbound.next().await {
+        contact.heard();
+        loop {
+            let limit = contact.limit();
+            let msg = match tokio::time::timeout(limit, inbound.next()).await {
+                Ok(Some(msg)) => msg,
+                Ok(None) => break,
+                Err(_) => return Err(format!("no word from the coordinator for {limit:?}").into()),
+            };
             let CoordinatorMessage { kind } = msg?;
+            contact.heard();
             match kind {
-                Some(coordinator_message::Kind::Welcome(w)) if w.heartbeat_interval_ms > 0 => {
-                    let _ =
-                        interval_tx.send(Duration::from_millis(u64::from(w.heartbeat_interval_ms)));
+                Some(coordinator_message::Kind::Welcome(w)) => {
+                    if w.heartbeat_interval_ms > 0 {
+                        let every = Duration::from_millis(u64::from(w.heartbeat_interval_ms));
+                        interval_tx.send_if_modified(|v| std::mem::replace(v, every) != every);
+                    }
+                    if w.heartbeat_timeout_ms > 0 {
+                        contact.fence_after_ms.store(
+                            u64::from(w.heartbeat_timeout_ms),
+                            std::sync::atomic::Ordering::Relaxed,
+                        );
+                    }
                 }
-                Some(coordinator_message::Kind::Welcome(_)) => {}
                 Some(coordinator_message::Kind::Task(task)) => {
                     spawn_task(task, handler.clone(), tx.clone());
                 }

@@ -45,6 +45,7 @@ impl Fleet for FakeCoordinator {
                 .send(Ok(CoordinatorMessage {
                     kind: Some(coordinator_message::Kind::Welcome(Welcome {
                         heartbeat_interval_ms: 100,
+                        ..Default::default()
                     })),
                 }))
                 .await;

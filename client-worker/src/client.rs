@@ -1,89 +1,90 @@
-//! One benchmark client: a connection, its prepared statements, and running one
-//! transaction of the script under the chosen protocol.
+//! One benchmark client's connection: prepared statements and sending one SQL command of
+//! a script under the chosen protocol. Parameters go as text with server-inferred types,
+//! as pgbench sends them; `\gset` results come back as text.
 
 use std::error::Error as StdError;
-use std::sync::Arc;
+use std::future::Future;
 
+use futures::TryStreamExt;
 use tokio::task::JoinHandle;
-use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use tokio_postgres::{Client, Statement};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{Format, FromSql, IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::{Client, SimpleQueryMessage, Statement};
 
-use crate::conn::Target;
 use crate::error::WorkerError;
-use crate::script::{MAX_PARAMS, Protocol, Script};
+use crate::parse::Command;
+use crate::plan::Plan;
+use crate::script::Protocol;
+use crate::sql::SqlCommand;
+use crate::vars::Variables;
 
-/// An integer variable, sent as whatever integer type the statement's parameter has.
-#[derive(Clone, Copy, Debug, Default)]
-struct IntParam(i64);
+/// A parameter sent in text format, whatever type the server inferred.
+#[derive(Debug)]
+struct TextParam<'a>(Option<&'a str>);
 
-impl ToSql for IntParam {
+impl ToSql for TextParam<'_> {
     fn to_sql(
         &self,
-        ty: &Type,
-        out: &mut bytes_mut::BytesMut,
+        _ty: &Type,
+        out: &mut tokio_postgres::types::private::BytesMut,
     ) -> Result<IsNull, Box<dyn StdError + Sync + Send>> {
-        match *ty {
-            Type::INT2 => i16::try_from(self.0)?.to_sql(ty, out),
-            Type::INT4 => i32::try_from(self.0)?.to_sql(ty, out),
-            _ => self.0.to_sql(ty, out),
+        match self.0 {
+            None => Ok(IsNull::Yes),
+            Some(s) => {
+                out.extend_from_slice(s.as_bytes());
+                Ok(IsNull::No)
+            }
         }
     }
 
-    fn accepts(ty: &Type) -> bool {
-        matches!(*ty, Type::INT2 | Type::INT4 | Type::INT8)
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    fn encode_format(&self, _ty: &Type) -> Format {
+        Format::Text
     }
 
     to_sql_checked!();
 }
 
-mod bytes_mut {
-    pub use tokio_postgres::types::private::BytesMut;
-}
+/// A column value in binary form, turned into text for `\gset`.
+struct Raw(Option<String>);
 
-/// What every client of a run shares.
-pub struct Plan {
-    pub target: Target,
-    pub script: Script,
-    pub protocol: Protocol,
-    pub scale: i64,
-    /// Per command, the declared type of each parameter (extended protocol).
-    pub param_types: Vec<Vec<Type>>,
-}
-
-impl Plan {
-    pub fn new(target: Target, script: Script, protocol: Protocol, scale: i64) -> Arc<Plan> {
-        let param_types = script
-            .commands
-            .iter()
-            .map(|c| {
-                c.params
-                    .iter()
-                    .map(|&v| {
-                        if script.var_is_bigint(v, scale) {
-                            Type::INT8
-                        } else {
-                            Type::INT4
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
-        Arc::new(Plan {
-            target,
-            script,
-            protocol,
-            scale,
-            param_types,
-        })
+impl<'a> FromSql<'a> for Raw {
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn StdError + Sync + Send>> {
+        crate::decode::binary_to_text(ty, raw).map(|s| Raw(Some(s)))
     }
+
+    fn from_sql_null(_: &Type) -> Result<Self, Box<dyn StdError + Sync + Send>> {
+        Ok(Raw(None))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
+/// The rows of a command with `\gset`/`\aset`: column names and text values.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ResultRows {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Option<String>>>,
+}
+
+/// Whether a failed command may be retried (serialization failure or deadlock).
+pub fn is_retryable(e: &tokio_postgres::Error) -> bool {
+    e.code().is_some_and(|c| {
+        *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED
+    })
 }
 
 /// A connected client.
 pub struct Session {
     pub client: Client,
     conn_task: JoinHandle<()>,
-    prepared: Vec<Statement>,
-    sql: String,
+    /// Per script, per step: the prepared statement of each SQL step (prepared protocol).
+    prepared: Vec<Vec<Option<Statement>>>,
 }
 
 impl Session {
@@ -91,18 +92,25 @@ impl Session {
         let (client, conn_task) = plan.target.connect().await?;
         let mut prepared = Vec::new();
         if plan.protocol == Protocol::Prepared {
-            for cmd in &plan.script.commands {
-                let stmt = client.prepare(&cmd.param_sql).await.map_err(|e| {
-                    WorkerError::sql(format!("preparing \"{}\"", cmd.param_sql), &e)
-                })?;
-                prepared.push(stmt);
+            for s in &plan.scripts.scripts {
+                let mut per = Vec::with_capacity(s.script.steps.len());
+                for step in &s.script.steps {
+                    per.push(match &step.command {
+                        Command::Sql(cmd) => {
+                            Some(client.prepare(&cmd.param_sql).await.map_err(|e| {
+                                WorkerError::sql(format!("preparing \"{}\"", cmd.first_line), &e)
+                            })?)
+                        }
+                        _ => None,
+                    });
+                }
+                prepared.push(per);
             }
         }
         Ok(Session {
             client,
             conn_task,
             prepared,
-            sql: String::with_capacity(256),
         })
     }
 
@@ -116,66 +124,119 @@ impl Session {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(2), self.conn_task).await;
     }
 
-    /// Runs one transaction of the script with the drawn `values`. On an error inside a
-    /// transaction block it rolls back so the connection stays usable.
-    pub async fn run_transaction(
-        &mut self,
-        plan: &Plan,
-        values: &[i64],
-    ) -> Result<(), tokio_postgres::Error> {
-        for (i, cmd) in plan.script.commands.iter().enumerate() {
-            let res = self.run_command(plan, i, values).await;
-            if let Err(e) = res {
-                if plan.script.transactional && i > 0 && !self.client.is_closed() {
-                    let _ = self.client.batch_execute("ROLLBACK").await;
-                }
-                tracing::trace!(command = %cmd.text, error = %e, "command failed");
-                return Err(e);
-            }
+    pub async fn rollback(&self) {
+        if !self.client.is_closed() {
+            let _ = self.client.batch_execute("ROLLBACK").await;
         }
-        Ok(())
     }
 
-    async fn run_command(
-        &mut self,
-        plan: &Plan,
-        i: usize,
-        values: &[i64],
-    ) -> Result<(), tokio_postgres::Error> {
-        let cmd = &plan.script.commands[i];
-        match plan.protocol {
-            Protocol::Simple => {
-                self.sql.clear();
-                cmd.interpolate(values, &mut self.sql);
-                self.client.batch_execute(&self.sql).await
+    /// Sends SQL step `step` of script `script` with the current variable values. The
+    /// values are taken now; the returned future only borrows the session.
+    pub fn sql<'a>(
+        &'a self,
+        protocol: Protocol,
+        (script, step): (usize, usize),
+        cmd: &'a SqlCommand,
+        vars: &Variables,
+    ) -> impl Future<Output = Result<Option<ResultRows>, tokio_postgres::Error>> + 'a {
+        let want = cmd.result_set.is_some();
+        let mut text = String::new();
+        let mut ranges: Vec<Option<(usize, usize)>> = Vec::new();
+        if protocol == Protocol::Simple {
+            cmd.interpolate(vars, &mut text);
+        } else {
+            ranges.reserve(cmd.params.len());
+            for &id in &cmd.params {
+                let start = text.len();
+                ranges.push(
+                    vars.write_text(id, &mut text)
+                        .then_some((start, text.len())),
+                );
             }
-            Protocol::Extended => {
-                let mut ints = [IntParam::default(); MAX_PARAMS];
-                for (slot, &v) in ints.iter_mut().zip(&cmd.params) {
-                    *slot = IntParam(values[v]);
-                }
-                let params: Vec<(&(dyn ToSql + Sync), Type)> = ints
+        }
+        let stmt = self
+            .prepared
+            .get(script)
+            .and_then(|p| p.get(step))
+            .and_then(Option::as_ref);
+        async move {
+            let params = || {
+                ranges
                     .iter()
-                    .zip(&plan.param_types[i])
-                    .map(|(p, t)| (p as &(dyn ToSql + Sync), t.clone()))
-                    .collect();
-                self.client
-                    .query_typed(&cmd.param_sql, &params)
-                    .await
-                    .map(drop)
-            }
-            Protocol::Prepared => {
-                let mut ints = [IntParam::default(); MAX_PARAMS];
-                for (slot, &v) in ints.iter_mut().zip(&cmd.params) {
-                    *slot = IntParam(values[v]);
+                    .map(|r| TextParam(r.map(|(a, b)| &text[a..b])))
+            };
+            match protocol {
+                Protocol::Simple if !want => self.client.batch_execute(&text).await.map(|()| None),
+                Protocol::Simple => {
+                    let msgs = self.client.simple_query(&text).await?;
+                    Ok(Some(simple_rows(&msgs)))
                 }
-                let refs: [&(dyn ToSql + Sync); MAX_PARAMS] =
-                    std::array::from_fn(|j| &ints[j] as _);
-                self.client
-                    .execute(&self.prepared[i], &refs[..cmd.params.len()])
-                    .await
-                    .map(drop)
+                Protocol::Prepared if !want => {
+                    let stmt = stmt.expect("prepared at connect");
+                    self.client.execute_raw(stmt, params()).await.map(|_| None)
+                }
+                Protocol::Prepared => {
+                    let stmt = stmt.expect("prepared at connect");
+                    let rows: Vec<_> = self
+                        .client
+                        .query_raw(stmt, params())
+                        .await?
+                        .try_collect()
+                        .await?;
+                    Ok(Some(typed_rows(&rows)?))
+                }
+                Protocol::Extended => {
+                    let typed = params().map(|p| (p, Type::UNKNOWN));
+                    let stream = self.client.query_typed_raw(&cmd.param_sql, typed).await?;
+                    let rows: Vec<_> = stream.try_collect().await?;
+                    if want {
+                        Ok(Some(typed_rows(&rows)?))
+                    } else {
+                        Ok(None)
+                    }
+                }
             }
         }
     }
+}
+
+fn simple_rows(msgs: &[SimpleQueryMessage]) -> ResultRows {
+    let mut out = ResultRows::default();
+    for m in msgs {
+        match m {
+            SimpleQueryMessage::RowDescription(cols) => {
+                // A new result set: only the last one counts.
+                out.columns = cols.iter().map(|c| c.name().to_string()).collect();
+                out.rows.clear();
+            }
+            SimpleQueryMessage::Row(r) => {
+                if out.columns.is_empty() {
+                    out.columns = r.columns().iter().map(|c| c.name().to_string()).collect();
+                }
+                out.rows
+                    .push((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect());
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn typed_rows(rows: &[tokio_postgres::Row]) -> Result<ResultRows, tokio_postgres::Error> {
+    let mut out = ResultRows::default();
+    if let Some(first) = rows.first() {
+        out.columns = first
+            .columns()
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect();
+    }
+    for r in rows {
+        let mut vals = Vec::with_capacity(r.len());
+        for i in 0..r.len() {
+            vals.push(r.try_get::<_, Raw>(i)?.0);
+        }
+        out.rows.push(vals);
+    }
+    Ok(out)
 }

@@ -13,6 +13,9 @@ pub enum WorkerError {
     Sql { context: String, reason: String },
     #[error("{0}")]
     Run(String),
+    /// An invalid script, worded as pgbench words it.
+    #[error("{0}")]
+    Script(String),
 }
 
 impl WorkerError {

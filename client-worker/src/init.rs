@@ -1,5 +1,6 @@
-//! `pgbench -i` with the default steps "dtgvp": drop, create tables, generate data on the
-//! client side (COPY), vacuum, primary keys.
+//! `pgbench -i`: steps d (drop), t (create tables, optionally unlogged and partitioned),
+//! g (generate on the client, COPY), G (generate on the server), v (vacuum), p (primary
+//! keys), f (foreign keys); scale and fillfactor.
 
 use std::io::Cursor;
 use std::io::Write as _;
@@ -42,28 +43,121 @@ pub const TABLES: [(&str, &str, &str, bool); 4] = [
     ),
 ];
 
-const FILLFACTOR: u32 = 100;
 /// Bytes of COPY data sent per chunk.
 const COPY_CHUNK: usize = 256 * 1024;
 
-/// The `create table` statements pgbench issues at this scale.
-pub fn create_table_statements(scale: u32) -> Vec<String> {
-    TABLES
+/// How pgbench partitions pgbench_accounts (`--partition-method`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartitionMethod {
+    Range,
+    Hash,
+}
+
+/// `pgbench -i` options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InitOptions {
+    pub scale: u32,
+    /// `-I`: any of d t g G v p f (and blanks), run in order.
+    pub steps: String,
+    /// `-F`, 10..=100.
+    pub fillfactor: u32,
+    /// `--partitions` (0 = none) and `--partition-method` (range when unset).
+    pub partitions: u32,
+    pub partition_method: Option<PartitionMethod>,
+    pub unlogged: bool,
+}
+
+impl InitOptions {
+    /// pgbench's defaults: steps "dtgvp", fillfactor 100, no partitions.
+    pub fn new(scale: u32) -> InitOptions {
+        InitOptions {
+            scale,
+            steps: "dtgvp".into(),
+            fillfactor: 100,
+            partitions: 0,
+            partition_method: None,
+            unlogged: false,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), WorkerError> {
+        let bad = |m: String| Err(WorkerError::InvalidArgument(m));
+        if self.scale == 0 {
+            return bad("scale must be at least 1".into());
+        }
+        if self.steps.trim().is_empty() {
+            return bad("no initialization steps specified".into());
+        }
+        if let Some(c) = self.steps.chars().find(|c| !"dtgGvpf ".contains(*c)) {
+            return bad(format!(
+                "unrecognized initialization step \"{c}\" (allowed step characters are: \"dtgGvpf\")"
+            ));
+        }
+        if !(10..=100).contains(&self.fillfactor) {
+            return bad(format!("invalid fillfactor: {}", self.fillfactor));
+        }
+        if self.partitions == 0 && self.partition_method.is_some() {
+            return bad("--partition-method requires greater than zero --partitions".into());
+        }
+        Ok(())
+    }
+
+    fn method(&self) -> Option<PartitionMethod> {
+        (self.partitions > 0).then(|| self.partition_method.unwrap_or(PartitionMethod::Range))
+    }
+}
+
+/// The `create table` statements pgbench issues.
+pub fn create_table_statements(o: &InitOptions) -> Vec<String> {
+    let unlogged = if o.unlogged { " unlogged" } else { "" };
+    let mut out: Vec<String> = TABLES
         .iter()
         .map(|(name, small, big, ff)| {
-            let cols = if scale >= SCALE_32BIT_THRESHOLD {
+            let cols = if o.scale >= SCALE_32BIT_THRESHOLD {
                 big
             } else {
                 small
             };
-            let with = if *ff {
-                format!(" with (fillfactor={FILLFACTOR})")
-            } else {
-                String::new()
+            let with = match (o.method(), *name, ff) {
+                (Some(PartitionMethod::Range), "pgbench_accounts", _) => {
+                    " partition by range (aid)".into()
+                }
+                (Some(PartitionMethod::Hash), "pgbench_accounts", _) => {
+                    " partition by hash (aid)".into()
+                }
+                (_, _, true) => format!(" with (fillfactor={})", o.fillfactor),
+                _ => String::new(),
             };
-            format!("create table {name}({cols}){with}")
+            format!("create{unlogged} table {name}({cols}){with}")
         })
-        .collect()
+        .collect();
+    let n = i64::from(o.partitions);
+    for p in 1..=n {
+        let bounds = match o.method() {
+            Some(PartitionMethod::Hash) => {
+                format!("for values with (modulus {n}, remainder {})", p - 1)
+            }
+            _ => {
+                let size = (NACCOUNTS * i64::from(o.scale) + n - 1) / n;
+                let from = if p == 1 {
+                    "minvalue".into()
+                } else {
+                    ((p - 1) * size + 1).to_string()
+                };
+                let to = if p < n {
+                    (p * size + 1).to_string()
+                } else {
+                    "maxvalue".into()
+                };
+                format!("for values from ({from}) to ({to})")
+            }
+        };
+        out.push(format!(
+            "create{unlogged} table pgbench_accounts_{p}\n  partition of pgbench_accounts\n  {bounds} with (fillfactor={})",
+            o.fillfactor
+        ));
+    }
+    out
 }
 
 /// Loads the pgbench tables at `scale` into the database `conn` names.
@@ -73,51 +167,60 @@ pub async fn init_data(conn: &ConnInfo, scale: u32) -> Result<InitDataResult, Wo
 
 /// As [`init_data`], from a libpq-style conninfo string.
 pub async fn init_data_conninfo(conninfo: &str, scale: u32) -> Result<InitDataResult, WorkerError> {
-    if scale == 0 {
-        return Err(WorkerError::InvalidArgument(
-            "scale must be at least 1".into(),
-        ));
-    }
+    init_with(conninfo, &InitOptions::new(scale)).await
+}
+
+const FKEYS: [&str; 5] = [
+    "alter table pgbench_tellers add constraint pgbench_tellers_bid_fkey foreign key (bid) references pgbench_branches",
+    "alter table pgbench_accounts add constraint pgbench_accounts_bid_fkey foreign key (bid) references pgbench_branches",
+    "alter table pgbench_history add constraint pgbench_history_bid_fkey foreign key (bid) references pgbench_branches",
+    "alter table pgbench_history add constraint pgbench_history_tid_fkey foreign key (tid) references pgbench_tellers",
+    "alter table pgbench_history add constraint pgbench_history_aid_fkey foreign key (aid) references pgbench_accounts",
+];
+
+/// `pgbench -i` with every option: runs the steps in order.
+pub async fn init_with(conninfo: &str, o: &InitOptions) -> Result<InitDataResult, WorkerError> {
+    o.validate()?;
     let started = Instant::now();
     let target = Target::parse(conninfo)?;
     let (client, conn_task) = target.connect().await?;
-    tracing::info!(target = %target.display, scale, "dropping old tables");
-    exec(
-        &client,
-        "drop table if exists pgbench_accounts, pgbench_branches, pgbench_history, pgbench_tellers",
-    )
-    .await?;
-    tracing::info!("creating tables");
-    for stmt in create_table_statements(scale) {
-        exec(&client, &stmt).await?;
+    let scale = i64::from(o.scale);
+    for step in o.steps.chars() {
+        tracing::info!(target = %target.display, step = %step, scale, "init step");
+        match step {
+            'd' => exec(&client, "drop table if exists pgbench_accounts, pgbench_branches, pgbench_history, pgbench_tellers").await?,
+            't' => {
+                for stmt in create_table_statements(o) {
+                    exec(&client, &stmt).await?;
+                }
+            }
+            'g' => generate(&client, scale, o.partitions == 0).await?,
+            'G' => generate_server_side(&client, scale).await?,
+            'v' => {
+                for t in ["pgbench_branches", "pgbench_tellers", "pgbench_accounts", "pgbench_history"] {
+                    exec(&client, &format!("vacuum analyze {t}")).await?;
+                }
+            }
+            'p' => {
+                for (t, k) in [("pgbench_branches", "bid"), ("pgbench_tellers", "tid"), ("pgbench_accounts", "aid")] {
+                    exec(&client, &format!("alter table {t} add primary key ({k})")).await?;
+                }
+            }
+            'f' => {
+                for fk in FKEYS {
+                    exec(&client, fk).await?;
+                }
+            }
+            _ => {}
+        }
     }
-    tracing::info!(
-        accounts = NACCOUNTS * i64::from(scale),
-        "generating data (client-side)"
-    );
-    generate(&client, i64::from(scale)).await?;
-    tracing::info!("vacuuming");
-    for t in [
-        "pgbench_branches",
-        "pgbench_tellers",
-        "pgbench_accounts",
-        "pgbench_history",
-    ] {
-        exec(&client, &format!("vacuum analyze {t}")).await?;
-    }
-    tracing::info!("creating primary keys");
-    for (t, k) in [
-        ("pgbench_branches", "bid"),
-        ("pgbench_tellers", "tid"),
-        ("pgbench_accounts", "aid"),
-    ] {
-        exec(&client, &format!("alter table {t} add primary key ({k})")).await?;
-    }
-    let row = client
+    let accounts_rows = match client
         .query_one("select count(*) from pgbench_accounts", &[])
         .await
-        .map_err(|e| WorkerError::sql("counting pgbench_accounts", &e))?;
-    let accounts_rows = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
+    {
+        Ok(row) => u64::try_from(row.get::<_, i64>(0)).unwrap_or(0),
+        Err(_) => 0,
+    };
     drop(client);
     let _ = conn_task.await;
     let seconds = started.elapsed().as_secs_f64();
@@ -126,6 +229,19 @@ pub async fn init_data_conninfo(conninfo: &str, scale: u32) -> Result<InitDataRe
         seconds,
         accounts_rows,
     })
+}
+
+async fn generate_server_side(client: &Client, scale: i64) -> Result<(), WorkerError> {
+    exec(client, "begin").await?;
+    exec(
+        client,
+        "truncate table pgbench_accounts, pgbench_branches, pgbench_history, pgbench_tellers",
+    )
+    .await?;
+    exec(client, &format!("insert into pgbench_branches(bid,bbalance) select bid, 0 from generate_series(1, {}) as bid", NBRANCHES * scale)).await?;
+    exec(client, &format!("insert into pgbench_tellers(tid,bid,tbalance) select tid, (tid - 1) / {NTELLERS} + 1, 0 from generate_series(1, {}) as tid", NTELLERS * scale)).await?;
+    exec(client, &format!("insert into pgbench_accounts(aid,bid,abalance,filler) select aid, (aid - 1) / {NACCOUNTS} + 1, 0, '' from generate_series(1, {}) as aid", NACCOUNTS * scale)).await?;
+    exec(client, "commit").await
 }
 
 async fn exec(client: &Client, sql: &str) -> Result<(), WorkerError> {
@@ -137,7 +253,7 @@ async fn exec(client: &Client, sql: &str) -> Result<(), WorkerError> {
 
 /// One transaction: truncate, then COPY branches, tellers and accounts (in that order, as
 /// pgbench fills them). Branch and teller fillers are NULL; account fillers are blank.
-async fn generate(client: &Client, scale: i64) -> Result<(), WorkerError> {
+async fn generate(client: &Client, scale: i64, freeze_ok: bool) -> Result<(), WorkerError> {
     exec(client, "begin").await?;
     exec(
         client,
@@ -149,7 +265,7 @@ async fn generate(client: &Client, scale: i64) -> Result<(), WorkerError> {
         .await
         .map_err(|e| WorkerError::sql("reading server_version_num", &e))?
         .get(0);
-    let freeze = if version >= 140_000 {
+    let freeze = if freeze_ok && version >= 140_000 {
         " with (freeze on)"
     } else {
         ""

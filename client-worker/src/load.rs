@@ -1,26 +1,33 @@
 //! Running a load: clients spread over OS threads (one current-thread runtime each), all
-//! connected before a common start, an optional warm-up, then the measured window.
+//! connected before a common start (or the coordinator's go), an optional warm-up, then
+//! the measured window or a number of transactions per client.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use blocklab_proto::fleet::ProgressSink;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 
-use crate::client::Plan;
 use crate::conn::Target;
 use crate::cpu::CpuTimes;
 use crate::error::{WorkerError, describe};
+use crate::exec::{ClientState, StepStat};
+use crate::expr::Value;
+use crate::plan::{Live, Plan, ScriptSet};
+use crate::prng::PgPrng;
 use crate::report::{LoadOptions, LoadReport, Timings};
 use crate::stats::ClientStats;
+use crate::vars::Variables;
 use crate::worker_thread::{ThreadOutcome, run_thread};
 
 /// When clients start and stop; sent to every thread once all are connected.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Timeline {
+    pub start: Instant,
     pub window_start: Instant,
-    pub end: Instant,
+    /// None: run until each client did its transactions.
+    pub end: Option<Instant>,
     pub window_seconds: usize,
 }
 
@@ -29,6 +36,22 @@ pub(crate) enum Go {
     Wait,
     Start(Timeline),
     Abort,
+}
+
+/// How a running load is steered from outside: stopped early, or started by a go.
+#[derive(Clone, Default)]
+pub struct LoadControl {
+    pub stop: Arc<AtomicBool>,
+    /// Woken when `stop` is set, so a wait for the go ends too.
+    pub stopped: Arc<Notify>,
+}
+
+impl LoadControl {
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.stopped.notify_waiters();
+        self.stopped.notify_one();
+    }
 }
 
 /// Runs a load as `opts` describe, with no progress reports.
@@ -47,7 +70,96 @@ pub async fn run_load_observed(
     progress: &ProgressSink,
     stop: Arc<AtomicBool>,
 ) -> Result<LoadReport, WorkerError> {
+    let ctl = LoadControl {
+        stop,
+        stopped: Arc::new(Notify::new()),
+    };
+    run_load_controlled(opts, progress, &ctl, None).await
+}
+
+/// The seed pgbench would use for `--random-seed` (`time` when unset).
+pub fn effective_seed(seed: Option<u64>) -> u64 {
+    seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_micros() as u64)
+    })
+}
+
+fn client_states(plan: &Plan, opts: &LoadOptions) -> Vec<ClientState> {
+    // As pgbench: one draw of the base sequence per client seeds its generator, the next
+    // draw is default_seed. Clients of other workers take the draws before ours.
+    let mut base = PgPrng::seed(plan.random_seed);
+    for _ in 0..plan.client_id_offset {
+        base.next_u64();
+    }
+    let rngs: Vec<PgPrng> = (0..plan.clients)
+        .map(|_| PgPrng::seed(base.next_u64()))
+        .collect();
+    let default_seed = base.next_u64() as i64;
+    let sy = &plan.scripts.symbols;
+    let id = |n: &str| sy.get(n).expect("automatic variables are interned");
+    rngs.into_iter()
+        .enumerate()
+        .map(|(i, rng)| {
+            let mut vars = Variables::new(sy.clone());
+            let client_id = i64::from(plan.client_id_offset) + i as i64;
+            for (name, value) in &opts.variables {
+                let _ = vars.set_text_by_name(name, value.clone());
+            }
+            vars.set_value(id("client_id"), Value::Int(client_id));
+            for (name, v) in [
+                ("scale", plan.scale),
+                ("random_seed", plan.random_seed as i64),
+                ("default_seed", default_seed),
+            ] {
+                if !vars.is_set(id(name)) {
+                    vars.set_value(id(name), Value::Int(v));
+                }
+            }
+            let mut own = rng;
+            ClientState {
+                id: client_id,
+                vars,
+                choose_rng: PgPrng::seed(own.next_u64() ^ 0x5eed_c405e),
+                throttle_rng: PgPrng::seed(own.next_u64() ^ 0x0074_077e),
+                rng,
+                steps: if plan.per_statement {
+                    plan.scripts
+                        .scripts
+                        .iter()
+                        .map(|s| vec![StepStat::default(); s.script.steps.len()])
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+                debug_out: None,
+            }
+        })
+        .collect()
+}
+
+/// Runs a load; with `go` (distributed runs) it reports "ready" once every client is
+/// connected and starts when `go` fires.
+pub async fn run_load_controlled(
+    opts: &LoadOptions,
+    progress: &ProgressSink,
+    ctl: &LoadControl,
+    go: Option<oneshot::Receiver<()>>,
+) -> Result<LoadReport, WorkerError> {
     opts.validate()?;
+    let scripts = ScriptSet::parse(&opts.scripts(), opts.protocol)
+        .map_err(|e| WorkerError::Script(e.to_string()))?;
+    if !opts.allow_shell {
+        for s in &scripts.scripts {
+            if let Some(line) = s.script.uses_shell() {
+                return Err(WorkerError::InvalidArgument(format!(
+                    "{}:{line}: \\shell and \\setshell are refused in daemon mode",
+                    s.script.name
+                )));
+            }
+        }
+    }
     let target = Target::parse(&opts.conninfo)?;
     let scale = if opts.scale == 0 {
         detect_scale(&target).await?
@@ -55,16 +167,31 @@ pub async fn run_load_observed(
         opts.scale
     };
     let threads = opts.threads.min(opts.clients).max(1);
-    let plan = Plan::new(
+    let random_seed = effective_seed(opts.random_seed);
+    let plan = Arc::new(Plan {
         target,
-        opts.builtin.script(),
-        opts.protocol,
-        i64::from(scale),
-    );
+        scripts,
+        protocol: opts.protocol,
+        scale: i64::from(scale),
+        variables: opts.variables.clone(),
+        allow_shell: opts.allow_shell,
+        max_tries: opts.max_tries,
+        throttle_delay_us: (opts.rate > 0.0).then(|| 1e6 * f64::from(opts.clients) / opts.rate),
+        latency_limit_us: opts.latency_limit.map(|l| l.as_micros() as u64),
+        reconnect: opts.reconnect,
+        transactions_per_client: opts.transactions_per_client,
+        per_statement: opts.per_statement,
+        track_live: opts.progress_interval.is_some(),
+        live: Live::default(),
+        random_seed,
+        clients: opts.clients,
+        client_id_offset: opts.client_id_offset,
+    });
     tracing::info!(
-        target = %plan.target.display, builtin = opts.builtin.name(), protocol = opts.protocol.name(),
-        clients = opts.clients, threads, scale, "starting load"
+        target = %plan.target.display, scripts = plan.scripts.scripts.len(), protocol = opts.protocol.name(),
+        clients = opts.clients, threads, scale, random_seed, "starting load"
     );
+    let mut states = client_states(&plan, opts).into_iter();
 
     let begin = Instant::now();
     let (go_tx, go_rx) = watch::channel(Go::Wait);
@@ -73,13 +200,18 @@ pub async fn run_load_observed(
     for t in 0..threads {
         // pgbench's split: the first (clients % threads) threads get one client more.
         let n = opts.clients / threads + u32::from(t < opts.clients % threads);
+        let mine: Vec<ClientState> = states.by_ref().take(n as usize).collect();
         let (done_tx, done_rx) = oneshot::channel();
-        let (plan, go_rx, ready_tx, stop) =
-            (plan.clone(), go_rx.clone(), ready_tx.clone(), stop.clone());
+        let (plan, go_rx, ready_tx, stop) = (
+            plan.clone(),
+            go_rx.clone(),
+            ready_tx.clone(),
+            ctl.stop.clone(),
+        );
         std::thread::Builder::new()
             .name(format!("load-{t}"))
             .spawn(move || {
-                let outcome = run_thread(&plan, n as usize, go_rx, ready_tx, stop);
+                let outcome = run_thread(&plan, mine, go_rx, ready_tx, stop);
                 let _ = done_tx.send(outcome);
             })
             .map_err(|e| WorkerError::Run(format!("cannot start load thread: {e}")))?;
@@ -100,6 +232,20 @@ pub async fn run_load_observed(
             }
         }
     }
+    let connection_elapsed = begin.elapsed();
+    if first_err.is_none()
+        && let Some(go) = go
+    {
+        progress.stage("ready", "").await;
+        tracing::info!(
+            clients = opts.clients,
+            "all clients connected, waiting for go"
+        );
+        tokio::select! {
+            r = go => if r.is_err() { first_err = Some(WorkerError::Run("the go signal was dropped".into())) },
+            _ = ctl.stopped.notified() => first_err = Some(WorkerError::Run("cancelled before the go".into())),
+        }
+    }
     if let Some(e) = first_err {
         let _ = go_tx.send(Go::Abort);
         for o in outcomes {
@@ -107,13 +253,18 @@ pub async fn run_load_observed(
         }
         return Err(e);
     }
-    let connection_elapsed = begin.elapsed();
     let start = Instant::now();
     let window_start = start + opts.warmup;
+    let timed = opts.transactions_per_client == 0;
     let timeline = Timeline {
+        start,
         window_start,
-        end: window_start + opts.duration,
-        window_seconds: opts.duration.as_secs_f64().ceil().max(1.0) as usize,
+        end: timed.then(|| window_start + opts.duration),
+        window_seconds: if timed {
+            opts.duration.as_secs_f64().ceil().max(1.0) as usize
+        } else {
+            1
+        },
     };
     let _ = go_tx.send(Go::Start(timeline));
     tracing::info!(
@@ -136,8 +287,13 @@ pub async fn run_load_observed(
             &format!("{} s measured", opts.duration.as_secs_f64()),
         )
         .await;
+    let reporter = opts.progress_interval.map(|every| {
+        let plan = plan.clone();
+        tokio::spawn(crate::progress::report_every(plan, window_start, every))
+    });
 
     let mut total = ClientStats::new(timeline.window_seconds);
+    total.grow = !timed;
     let mut last_finish = window_start;
     for o in outcomes {
         let ThreadOutcome { stats, finished } = o
@@ -145,6 +301,9 @@ pub async fn run_load_observed(
             .map_err(|_| WorkerError::Run("a load thread panicked".into()))?;
         total.merge(&stats);
         last_finish = last_finish.max(finished);
+    }
+    if let Some(r) = reporter {
+        r.abort();
     }
     let cpu = CpuTimes::now().since(cpu_before);
     let timings = Timings {
@@ -154,8 +313,9 @@ pub async fn run_load_observed(
         connection_elapsed,
         connection_total: conn_total,
         cpu,
+        random_seed,
     };
-    let report = LoadReport::build(opts, &timings, &total);
+    let report = LoadReport::build(opts, &plan, &timings, &total);
     tracing::info!(
         transactions = report.transactions,
         failures = report.failures,

@@ -1,4 +1,4 @@
-//! What a load run is asked to do and what it reports.
+//! What a load run is asked to do (from flags or a RunLoad task) and what it reports.
 
 use std::time::Duration;
 
@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::cpu::CpuTimes;
 use crate::error::WorkerError;
+use crate::plan::{Plan, ScriptSpec, split_weight};
 use crate::script::{Builtin, Protocol};
 use crate::stats::{self, ClientStats, Sample};
 
@@ -16,16 +17,38 @@ use crate::stats::{self, ClientStats, Sample};
 pub struct LoadOptions {
     /// libpq-style `key=value` connection string.
     pub conninfo: String,
-    pub builtin: Builtin,
+    /// Scripts with weights; empty means tpcb-like.
+    pub script_specs: Vec<ScriptSpec>,
     pub clients: u32,
     pub threads: u32,
-    /// The measured window.
+    /// The measured window (ignored when `transactions_per_client` is set).
     pub duration: Duration,
     /// Run before the measured window; its transactions are not counted.
     pub warmup: Duration,
     pub protocol: Protocol,
     /// 0: read it from pgbench_branches, as pgbench does.
     pub scale: u32,
+    /// `-t`: transactions per client instead of a duration (0 = duration).
+    pub transactions_per_client: u64,
+    /// `-R`: transactions per second over all clients (0 = unthrottled).
+    pub rate: f64,
+    /// `-L`
+    pub latency_limit: Option<Duration>,
+    /// `--max-tries` (0 = unlimited within time and latency limits).
+    pub max_tries: u32,
+    /// `--random-seed` (None = from the clock).
+    pub random_seed: Option<u64>,
+    pub client_id_offset: u32,
+    /// `-D name=value`
+    pub variables: Vec<(String, String)>,
+    /// `-C`
+    pub reconnect: bool,
+    /// `-r`
+    pub per_statement: bool,
+    /// `-P`: per-interval progress on stderr.
+    pub progress_interval: Option<Duration>,
+    /// `\shell`/`\setshell` are allowed (standalone only).
+    pub allow_shell: bool,
 }
 
 impl LoadOptions {
@@ -33,13 +56,39 @@ impl LoadOptions {
     pub fn new(conninfo: impl Into<String>, duration: Duration) -> Self {
         LoadOptions {
             conninfo: conninfo.into(),
-            builtin: Builtin::TpcbLike,
+            script_specs: Vec::new(),
             clients: 1,
             threads: 1,
             duration,
             warmup: Duration::ZERO,
             protocol: Protocol::Simple,
             scale: 0,
+            transactions_per_client: 0,
+            rate: 0.0,
+            latency_limit: None,
+            max_tries: 1,
+            random_seed: None,
+            client_id_offset: 0,
+            variables: Vec::new(),
+            reconnect: false,
+            per_statement: false,
+            progress_interval: None,
+            allow_shell: false,
+        }
+    }
+
+    /// Runs one built-in script only.
+    pub fn with_builtin(mut self, b: Builtin) -> Self {
+        self.script_specs = vec![ScriptSpec::builtin(b, 1)];
+        self
+    }
+
+    /// The scripts to run (tpcb-like when none was given).
+    pub fn scripts(&self) -> Vec<ScriptSpec> {
+        if self.script_specs.is_empty() {
+            vec![ScriptSpec::builtin(Builtin::TpcbLike, 1)]
+        } else {
+            self.script_specs.clone()
         }
     }
 
@@ -48,18 +97,51 @@ impl LoadOptions {
             .conninfo
             .as_ref()
             .ok_or_else(|| WorkerError::InvalidArgument("run-load task without conninfo".into()))?;
+        let bad = WorkerError::InvalidArgument;
+        let mut specs = Vec::new();
+        if !task.scripts.is_empty() {
+            for s in &task.scripts {
+                specs.push(ScriptSpec::file(&s.name, s.text.clone(), s.weight.max(1)));
+            }
+        } else if !task.builtin.is_empty() {
+            let (name, w) = split_weight(&task.builtin).map_err(bad)?;
+            specs.push(ScriptSpec::builtin(name.parse().map_err(bad)?, w));
+        } else {
+            for b in &task.builtins {
+                specs.push(ScriptSpec::builtin(
+                    b.name.parse().map_err(bad)?,
+                    b.weight.max(1),
+                ));
+            }
+        }
+        if task.rate < 0.0 || task.latency_limit_ms < 0.0 {
+            return Err(bad("rate and latency_limit_ms must not be negative".into()));
+        }
         Ok(LoadOptions {
             conninfo: conn.to_conninfo_string(),
-            builtin: task.builtin.parse().map_err(WorkerError::InvalidArgument)?,
+            script_specs: specs,
             clients: task.clients,
             threads: task.threads.max(1),
             duration: Duration::from_millis(task.duration_ms),
             warmup: Duration::from_millis(task.warmup_ms),
-            protocol: task
-                .protocol
-                .parse()
-                .map_err(WorkerError::InvalidArgument)?,
+            protocol: task.protocol.parse().map_err(bad)?,
             scale: task.scale,
+            transactions_per_client: task.transactions_per_client,
+            rate: task.rate,
+            latency_limit: (task.latency_limit_ms > 0.0)
+                .then(|| Duration::from_secs_f64(task.latency_limit_ms / 1e3)),
+            max_tries: task.max_tries.max(1),
+            random_seed: (task.random_seed != 0).then_some(task.random_seed),
+            client_id_offset: task.client_id_offset,
+            variables: task
+                .variables
+                .iter()
+                .map(|s| (s.name.clone(), s.value.clone()))
+                .collect(),
+            reconnect: task.reconnect,
+            per_statement: false,
+            progress_interval: None,
+            allow_shell: false,
         })
     }
 
@@ -71,8 +153,16 @@ impl LoadOptions {
         if self.threads == 0 {
             return bad("threads must be at least 1");
         }
-        if self.duration.is_zero() {
+        if self.duration.is_zero() && self.transactions_per_client == 0 {
             return bad("duration must be positive");
+        }
+        if !self.rate.is_finite() || self.rate < 0.0 {
+            return bad("rate must be a positive number");
+        }
+        for (name, _) in &self.variables {
+            if !crate::vars::valid_name(name) {
+                return bad(&format!("invalid variable name: \"{name}\""));
+            }
         }
         Ok(())
     }
@@ -89,21 +179,45 @@ pub(crate) struct Timings {
     /// Sum over clients of each one's connection time.
     pub connection_total: Duration,
     pub cpu: CpuTimes,
+    pub random_seed: u64,
+}
+
+/// One script's share of the run.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScriptReport {
+    pub description: String,
+    pub weight: u32,
+    pub transactions: u64,
+    pub failures: u64,
+    pub latency_avg_ms: f64,
+    /// Per command: (text, average latency ms, failures), with `-r`.
+    pub statements: Vec<(String, f64, u64)>,
 }
 
 /// The outcome of a load run.
 #[derive(Clone, Debug, Serialize)]
 pub struct LoadReport {
-    pub builtin: String,
     pub transaction_type: String,
+    pub scripts: Vec<ScriptReport>,
     pub protocol: String,
     pub scale: u32,
     pub clients: u32,
     pub threads: u32,
     pub duration_s: f64,
+    pub transactions_per_client: u64,
     pub warmup_s: f64,
+    pub max_tries: u32,
     pub transactions: u64,
     pub failures: u64,
+    pub retries: u64,
+    pub retried: u64,
+    pub skipped: u64,
+    pub late: u64,
+    pub aborted_clients: u64,
+    pub rate: f64,
+    pub latency_limit_ms: Option<f64>,
+    pub schedule_lag_avg_ms: f64,
+    pub schedule_lag_max_ms: f64,
     pub tps_including_connections: f64,
     pub tps_excluding_connections: f64,
     pub latency_avg_ms: f64,
@@ -120,6 +234,7 @@ pub struct LoadReport {
     pub measured_seconds: f64,
     pub client_cpu_user_s: f64,
     pub client_cpu_system_s: f64,
+    pub random_seed: u64,
     pub first_error: Option<String>,
     pub samples: Vec<Sample>,
     /// Latency of successful transactions, microseconds.
@@ -128,21 +243,80 @@ pub struct LoadReport {
 }
 
 impl LoadReport {
-    pub(crate) fn build(opts: &LoadOptions, t: &Timings, total: &ClientStats) -> LoadReport {
+    pub(crate) fn build(
+        opts: &LoadOptions,
+        plan: &Plan,
+        t: &Timings,
+        total: &ClientStats,
+    ) -> LoadReport {
         let measured_s = t.measured.as_secs_f64();
         let (avg, stddev) = total.latency_avg_stddev_ms();
         let h = &total.histogram;
+        let scripts: Vec<ScriptReport> = plan
+            .scripts
+            .scripts
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let (n, f, sum) = total.per_script.get(i).copied().unwrap_or((0, 0, 0.0));
+                let statements = total
+                    .steps
+                    .get(i)
+                    .map(|st| {
+                        st.iter()
+                            .zip(&s.script.steps)
+                            .map(|(x, step)| {
+                                let ms = if x.count == 0 {
+                                    0.0
+                                } else {
+                                    x.sum_us / x.count as f64 / 1e3
+                                };
+                                (step.text.clone(), ms, x.failures)
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                ScriptReport {
+                    description: s.description.clone(),
+                    weight: s.weight,
+                    transactions: n,
+                    failures: f,
+                    latency_avg_ms: if n == 0 { 0.0 } else { sum / n as f64 / 1e3 },
+                    statements,
+                }
+            })
+            .collect();
+        let lag_n = total.transactions + total.failures;
         LoadReport {
-            builtin: opts.builtin.name().into(),
-            transaction_type: opts.builtin.description().into(),
+            transaction_type: if scripts.len() == 1 {
+                scripts[0].description.clone()
+            } else {
+                "multiple scripts".into()
+            },
+            scripts,
             protocol: opts.protocol.name().into(),
             scale: t.scale,
             clients: opts.clients,
             threads: t.threads,
             duration_s: opts.duration.as_secs_f64(),
+            transactions_per_client: opts.transactions_per_client,
             warmup_s: opts.warmup.as_secs_f64(),
+            max_tries: opts.max_tries,
             transactions: total.transactions,
             failures: total.failures,
+            retries: total.retries,
+            retried: total.retried,
+            skipped: total.skipped,
+            late: total.late,
+            aborted_clients: total.aborted,
+            rate: opts.rate,
+            latency_limit_ms: opts.latency_limit.map(|l| l.as_secs_f64() * 1e3),
+            schedule_lag_avg_ms: if lag_n == 0 {
+                0.0
+            } else {
+                total.lag_sum_us / lag_n as f64 / 1e3
+            },
+            schedule_lag_max_ms: total.lag_max_us / 1e3,
             tps_including_connections: stats::tps_including_connections(
                 total.transactions,
                 measured_s,
@@ -170,6 +344,7 @@ impl LoadReport {
             measured_seconds: measured_s,
             client_cpu_user_s: t.cpu.user_s,
             client_cpu_system_s: t.cpu.system_s,
+            random_seed: t.random_seed,
             first_error: total.first_error.clone(),
             samples: total.samples(),
             histogram: total.histogram.clone(),
@@ -205,60 +380,12 @@ impl LoadReport {
                 .collect(),
             latency_histogram: stats::serialize_histogram(&self.histogram),
             latency_p999_ms: self.latency_p999_ms,
-            ..Default::default()
+            retries: self.retries,
+            skipped: self.skipped,
+            late: self.late,
+            schedule_lag_avg_ms: self.schedule_lag_avg_ms,
+            random_seed: self.random_seed,
+            clients: self.clients,
         }
-    }
-
-    /// A summary laid out like pgbench's, plus latency percentiles.
-    pub fn summary(&self) -> String {
-        let total = self.transactions + self.failures;
-        let fail_pct = if total == 0 {
-            0.0
-        } else {
-            100.0 * self.failures as f64 / total as f64
-        };
-        let mut s = String::new();
-        let mut line = |l: String| {
-            s.push_str(&l);
-            s.push('\n');
-        };
-        line(format!("transaction type: {}", self.transaction_type));
-        line(format!("scaling factor: {}", self.scale));
-        line(format!("query mode: {}", self.protocol));
-        line(format!("number of clients: {}", self.clients));
-        line(format!("number of threads: {}", self.threads));
-        line(format!("duration: {} s", self.duration_s));
-        line(format!(
-            "number of transactions actually processed: {}",
-            self.transactions
-        ));
-        line(format!(
-            "number of failed transactions: {} ({fail_pct:.3}%)",
-            self.failures
-        ));
-        line(format!("latency average = {:.3} ms", self.latency_avg_ms));
-        line(format!("latency stddev = {:.3} ms", self.latency_stddev_ms));
-        line(format!("latency p50 = {:.3} ms", self.latency_p50_ms));
-        line(format!("latency p90 = {:.3} ms", self.latency_p90_ms));
-        line(format!("latency p99 = {:.3} ms", self.latency_p99_ms));
-        line(format!("latency p99.9 = {:.3} ms", self.latency_p999_ms));
-        line(format!("latency max = {:.3} ms", self.latency_max_ms));
-        line(format!(
-            "initial connection time = {:.3} ms",
-            self.connection_time_ms
-        ));
-        line(format!(
-            "tps = {:.6} (including connections establishing)",
-            self.tps_including_connections
-        ));
-        line(format!(
-            "tps = {:.6} (without initial connection time)",
-            self.tps_excluding_connections
-        ));
-        line(format!(
-            "client cpu: user {:.3} s, system {:.3} s",
-            self.client_cpu_user_s, self.client_cpu_system_s
-        ));
-        s
     }
 }

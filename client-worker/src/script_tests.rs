@@ -1,6 +1,4 @@
 use super::*;
-use rand::SeedableRng;
-use rand::rngs::SmallRng;
 
 // Transcribed from pgbench.c (PostgreSQL 15) builtin_script[], with
 // CppAsString2(naccounts/nbranches/ntellers) expanded to 100000 / 1 / 10.
@@ -53,72 +51,28 @@ fn builtin_names_and_prefixes() {
 }
 
 #[test]
-fn tpcb_parses_into_commands_and_params() {
-    let s = Builtin::TpcbLike.script();
-    assert!(s.transactional);
-    let names: Vec<&str> = s.vars.iter().map(|v| v.name.as_str()).collect();
-    assert_eq!(names, ["aid", "bid", "tid", "delta"]);
-    assert_eq!(s.commands.len(), 7);
-    assert_eq!(s.commands[0].param_sql, "BEGIN;");
+fn builtins_parse_through_the_script_parser() {
+    use crate::parse::{Command, parse_script};
+    use crate::vars::Symbols;
+    let mut sy = Symbols::default();
+    let s = parse_script("builtin", Builtin::TpcbLike.script_text(), &mut sy).unwrap();
+    assert_eq!(s.steps.len(), 11);
+    let Command::Sql(c) = &s.steps[5].command else {
+        panic!("{:?}", s.steps[5])
+    };
     assert_eq!(
-        s.commands[1].param_sql,
+        c.param_sql,
         "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2;"
     );
-    assert_eq!(s.commands[1].params, [3, 0]);
+    assert_eq!(c.params, [sy.get("delta").unwrap(), sy.get("aid").unwrap()]);
+    let Command::Sql(c) = &s.steps[9].command else {
+        panic!()
+    };
     assert_eq!(
-        s.commands[5].param_sql,
+        c.param_sql,
         "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP);"
     );
-    assert_eq!(s.commands[5].params, [2, 1, 0, 3]);
-    assert!(!Builtin::SelectOnly.script().transactional);
-}
-
-#[test]
-fn simple_protocol_interpolates_like_pgbench() {
-    let s = Builtin::TpcbLike.script();
-    let mut out = String::new();
-    s.commands[1].interpolate(&[42, 1, 7, -123], &mut out);
-    assert_eq!(
-        out,
-        "UPDATE pgbench_accounts SET abalance = abalance + -123 WHERE aid = 42;"
-    );
-    out.clear();
-    s.commands[5].interpolate(&[42, 1, 7, -123], &mut out);
-    assert_eq!(
-        out,
-        "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (7, 1, 42, -123, CURRENT_TIMESTAMP);"
-    );
-}
-
-#[test]
-fn random_variables_stay_in_pgbench_ranges() {
-    let s = Builtin::TpcbLike.script();
-    let mut rng = SmallRng::seed_from_u64(7);
-    let mut v = [0i64; 4];
-    let (mut seen_lo, mut seen_hi) = (false, false);
-    for _ in 0..200_000 {
-        s.draw(&mut rng, 3, &mut v);
-        assert!((1..=300_000).contains(&v[0]), "aid {}", v[0]);
-        assert!((1..=3).contains(&v[1]), "bid {}", v[1]);
-        assert!((1..=30).contains(&v[2]), "tid {}", v[2]);
-        assert!((-5000..=5000).contains(&v[3]), "delta {}", v[3]);
-        seen_lo |= v[1] == 1 && v[3] == -5000;
-        seen_hi |= v[2] == 30;
+    for b in Builtin::ALL {
+        parse_script(b.name(), b.script_text(), &mut sy).unwrap();
     }
-    assert!(seen_lo && seen_hi, "bounds are inclusive");
-}
-
-#[test]
-fn aid_becomes_bigint_only_past_int32() {
-    let s = Builtin::SelectOnly.script();
-    assert!(!s.var_is_bigint(0, 10));
-    assert!(!s.var_is_bigint(0, 21_474));
-    assert!(s.var_is_bigint(0, 21_475));
-}
-
-#[test]
-fn parse_rejects_unknown_variables_and_keeps_casts() {
-    assert!(Script::parse("SELECT :nope;\n").is_err());
-    let s = Script::parse("\\set x random(1, 5)\nSELECT :x::int, 'a:b';\n").unwrap();
-    assert_eq!(s.commands[0].param_sql, "SELECT $1::int, 'a:b';");
 }

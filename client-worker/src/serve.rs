@@ -1,18 +1,19 @@
 //! The worker daemon: a fleet session whose tasks are data loads and load runs.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::net::{ToSocketAddrs, UdpSocket};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use blocklab_proto::fleet::{ProgressSink, SessionConfig, TaskHandler, run_session, task_error};
-use blocklab_proto::{Hello, Role, Task, task, task_result};
+use blocklab_proto::{CancelTask, Go, Hello, Role, Task, task, task_result};
+use tokio::sync::oneshot;
 
 use crate::error::WorkerError;
 use crate::facts;
 use crate::init::init_data;
-use crate::load::run_load_observed;
+use crate::load::{LoadControl, run_load_controlled};
 use crate::report::LoadOptions;
 
 /// How the daemon dials and identifies itself.
@@ -24,6 +25,10 @@ pub struct WorkerConfig {
     /// The address this host's connections to PostgreSQL come from.
     pub advertise_addr: String,
     pub heartbeat_interval: Duration,
+    /// CA to verify the coordinator's certificate (`--ca-cert`); `None` = plain http.
+    pub tls: Option<blocklab_proto::security::ClientTls>,
+    /// Fleet join token (`--token-file` / `BLOCKLAB_FLEET_TOKEN`); `Debug` redacts it.
+    pub token: Option<blocklab_proto::security::Secret>,
 }
 
 impl WorkerConfig {
@@ -37,6 +42,8 @@ impl WorkerConfig {
             advertise_addr: local_addr_towards(coordinator)
                 .unwrap_or_else(|| "127.0.0.1".to_string()),
             heartbeat_interval: Duration::from_secs(5),
+            tls: None,
+            token: None,
         }
     }
 }
@@ -91,16 +98,96 @@ pub async fn serve(
         hello,
         heartbeat_interval: config.heartbeat_interval,
         max_backoff: Duration::from_secs(10),
+        fence_after: Duration::from_secs(10),
+        tls: config.tls,
+        token: config.token,
     };
     run_session(session, Arc::new(WorkerHandler::default()), shutdown).await;
     Ok(())
+}
+
+/// The load task in progress: how to stop it and how to start it on the go.
+struct Running {
+    task_id: String,
+    run_id: String,
+    ctl: LoadControl,
+    go: Option<oneshot::Sender<()>>,
 }
 
 /// Runs one task at a time: a worker's measurements must not overlap.
 #[derive(Default)]
 pub struct WorkerHandler {
     busy: tokio::sync::Mutex<()>,
-    stop: Arc<AtomicBool>,
+    running: Mutex<Option<Running>>,
+    /// Tasks cancelled before they started, and gos that arrived before their task.
+    cancelled: Mutex<HashSet<String>>,
+    early_go: Mutex<HashSet<String>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl WorkerHandler {
+    async fn run_load(
+        &self,
+        task_id: &str,
+        run_id: &str,
+        t: &blocklab_proto::RunLoadTask,
+        progress: &ProgressSink,
+    ) -> task_result::Outcome {
+        let opts = match LoadOptions::from_task(t) {
+            Ok(o) => o,
+            Err(e) => return task_error("measuring", e.to_string(), ""),
+        };
+        if lock(&self.cancelled).remove(task_id) {
+            return task_error("measuring", "cancelled", "");
+        }
+        let ctl = LoadControl::default();
+        let (go_tx, go_rx) = oneshot::channel();
+        let go = if t.wait_for_go {
+            if lock(&self.early_go).remove(task_id) {
+                let _ = go_tx.send(());
+                Some(go_rx)
+            } else {
+                *lock(&self.running) = Some(Running {
+                    task_id: task_id.into(),
+                    run_id: run_id.into(),
+                    ctl: ctl.clone(),
+                    go: Some(go_tx),
+                });
+                Some(go_rx)
+            }
+        } else {
+            None
+        };
+        if lock(&self.running).is_none() {
+            *lock(&self.running) = Some(Running {
+                task_id: task_id.into(),
+                run_id: run_id.into(),
+                ctl: ctl.clone(),
+                go: None,
+            });
+        }
+        let res = run_load_controlled(&opts, progress, &ctl, go).await;
+        *lock(&self.running) = None;
+        if ctl.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return task_error("measuring", "cancelled", "");
+        }
+        match res {
+            Ok(r) if r.transactions == 0 => task_error(
+                "measuring",
+                format!(
+                    "no transaction succeeded ({} failed): {}",
+                    r.failures,
+                    r.first_error.as_deref().unwrap_or("no error recorded")
+                ),
+                "",
+            ),
+            Ok(r) => task_result::Outcome::RunLoad(r.to_proto()),
+            Err(e) => task_error("measuring", e.to_string(), ""),
+        }
+    }
 }
 
 impl TaskHandler for WorkerHandler {
@@ -120,24 +207,8 @@ impl TaskHandler for WorkerHandler {
                 }
             }
             Some(task::Kind::RunLoad(t)) => {
-                let opts = match LoadOptions::from_task(&t) {
-                    Ok(o) => o,
-                    Err(e) => return task_error("measuring", e.to_string(), ""),
-                };
-                self.stop.store(false, Ordering::Relaxed);
-                match run_load_observed(&opts, &progress, self.stop.clone()).await {
-                    Ok(r) if r.transactions == 0 => task_error(
-                        "measuring",
-                        format!(
-                            "no transaction succeeded ({} failed): {}",
-                            r.failures,
-                            r.first_error.as_deref().unwrap_or("no error recorded")
-                        ),
-                        "",
-                    ),
-                    Ok(r) => task_result::Outcome::RunLoad(r.to_proto()),
-                    Err(e) => task_error("measuring", e.to_string(), ""),
-                }
+                self.run_load(&task.task_id, &task.run_id, &t, &progress)
+                    .await
             }
             _ => task_error(
                 "worker",
@@ -147,8 +218,50 @@ impl TaskHandler for WorkerHandler {
         }
     }
 
+    fn on_go(&self, go: Go) {
+        let mut running = lock(&self.running);
+        match running.as_mut() {
+            Some(r) if r.task_id == go.task_id => {
+                if let Some(tx) = r.go.take() {
+                    tracing::info!(task_id = %go.task_id, run_id = %go.run_id, "go received");
+                    let _ = tx.send(());
+                }
+            }
+            _ => {
+                tracing::debug!(task_id = %go.task_id, "go before its task; kept");
+                lock(&self.early_go).insert(go.task_id);
+            }
+        }
+    }
+
+    fn on_cancel(&self, cancel: CancelTask) {
+        let running = lock(&self.running);
+        match running.as_ref() {
+            // A cancel names the task, or (task id empty) every task of the run.
+            Some(r)
+                if r.task_id == cancel.task_id
+                    || (cancel.task_id.is_empty() && r.run_id == cancel.run_id) =>
+            {
+                tracing::info!(task_id = %cancel.task_id, "stopping the load");
+                r.ctl.stop();
+            }
+            _ => {
+                lock(&self.cancelled).insert(cancel.task_id);
+            }
+        }
+    }
+
+    async fn on_fence(&self) {
+        if let Some(r) = lock(&self.running).as_ref() {
+            tracing::warn!(task_id = %r.task_id, "fenced: stopping the load");
+            r.ctl.stop();
+        }
+    }
+
     async fn on_shutdown(&self) {
-        self.stop.store(true, Ordering::Relaxed);
+        if let Some(r) = lock(&self.running).as_ref() {
+            r.ctl.stop();
+        }
     }
 }
 

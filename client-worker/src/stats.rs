@@ -25,6 +25,25 @@ pub struct ClientStats {
     pub sumsq_us: f64,
     pub seconds: Vec<SecondAcc>,
     pub first_error: Option<String>,
+    /// Extend `seconds` past the window instead of folding into its last second
+    /// (runs bounded by a transaction count).
+    pub grow: bool,
+    /// Retries of serialization/deadlock failures, and transactions retried at least once.
+    pub retries: u64,
+    pub retried: u64,
+    /// Rate-limited transactions skipped because they were already too late (-L).
+    pub skipped: u64,
+    /// Transactions slower than the latency limit.
+    pub late: u64,
+    /// Schedule lag (start - scheduled start) sum and maximum, with a rate limit.
+    pub lag_sum_us: f64,
+    pub lag_max_us: f64,
+    /// Clients that stopped on a script error.
+    pub aborted: u64,
+    /// Per script: transactions, failures, latency sum (µs).
+    pub per_script: Vec<(u64, u64, f64)>,
+    /// Per script, per step (-r).
+    pub steps: Vec<Vec<crate::exec::StepStat>>,
 }
 
 impl ClientStats {
@@ -37,12 +56,47 @@ impl ClientStats {
             sumsq_us: 0.0,
             seconds: vec![SecondAcc::default(); window_seconds.max(1)],
             first_error: None,
+            grow: false,
+            retries: 0,
+            retried: 0,
+            skipped: 0,
+            late: 0,
+            lag_sum_us: 0.0,
+            lag_max_us: 0.0,
+            aborted: 0,
+            per_script: Vec::new(),
+            steps: Vec::new(),
         }
     }
 
     fn bucket(&mut self, second: usize) -> &mut SecondAcc {
+        const MAX_SECONDS: usize = 7 * 86_400;
+        if self.grow && second >= self.seconds.len() && second < MAX_SECONDS {
+            self.seconds.resize(second + 1, SecondAcc::default());
+        }
         let last = self.seconds.len() - 1;
         &mut self.seconds[second.min(last)]
+    }
+
+    /// Counts a transaction of script `script` (successful or failed) for the summary.
+    pub fn record_script(&mut self, script: usize, latency: Option<Duration>) {
+        if self.per_script.len() <= script {
+            self.per_script.resize(script + 1, (0, 0, 0.0));
+        }
+        let e = &mut self.per_script[script];
+        match latency {
+            Some(l) => {
+                e.0 += 1;
+                e.2 += l.as_secs_f64() * 1e6;
+            }
+            None => e.1 += 1,
+        }
+    }
+
+    pub fn record_lag(&mut self, lag: Duration) {
+        let us = lag.as_secs_f64() * 1e6;
+        self.lag_sum_us += us;
+        self.lag_max_us = self.lag_max_us.max(us);
     }
 
     /// A successful transaction ending in `second` of the window.
@@ -87,6 +141,34 @@ impl ClientStats {
         }
         if self.first_error.is_none() {
             self.first_error.clone_from(&other.first_error);
+        }
+        self.retries += other.retries;
+        self.retried += other.retried;
+        self.skipped += other.skipped;
+        self.late += other.late;
+        self.lag_sum_us += other.lag_sum_us;
+        self.lag_max_us = self.lag_max_us.max(other.lag_max_us);
+        self.aborted += other.aborted;
+        if self.per_script.len() < other.per_script.len() {
+            self.per_script.resize(other.per_script.len(), (0, 0, 0.0));
+        }
+        for (a, b) in self.per_script.iter_mut().zip(&other.per_script) {
+            a.0 += b.0;
+            a.1 += b.1;
+            a.2 += b.2;
+        }
+        if self.steps.len() < other.steps.len() {
+            self.steps.resize(other.steps.len(), Vec::new());
+        }
+        for (a, b) in self.steps.iter_mut().zip(&other.steps) {
+            if a.len() < b.len() {
+                a.resize(b.len(), crate::exec::StepStat::default());
+            }
+            for (x, y) in a.iter_mut().zip(b) {
+                x.sum_us += y.sum_us;
+                x.count += y.count;
+                x.failures += y.failures;
+            }
         }
     }
 

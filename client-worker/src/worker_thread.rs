@@ -1,19 +1,18 @@
 //! One load thread: a current-thread runtime that connects its clients, waits for the
-//! common start, and drives them until the end of the window.
+//! common start, and drives each client's transactions until the end of the window or
+//! its transaction count: rate-limit schedule, latency limit, retries, reconnects.
 
-use std::cell::RefCell;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rand::SeedableRng;
-use rand::rngs::SmallRng;
 use tokio::sync::{mpsc, watch};
 
-use crate::client::{Plan, Session};
-use crate::error::{WorkerError, describe};
+use crate::client::Session;
+use crate::error::WorkerError;
+use crate::exec::{ClientState, TxnError};
 use crate::load::{Go, Timeline};
+use crate::plan::Plan;
 use crate::stats::ClientStats;
 
 pub(crate) struct ThreadOutcome {
@@ -26,7 +25,7 @@ type Ready = mpsc::UnboundedSender<Result<Vec<Duration>, WorkerError>>;
 
 pub(crate) fn run_thread(
     plan: &Arc<Plan>,
-    clients: usize,
+    clients: Vec<ClientState>,
     go: watch::Receiver<Go>,
     ready: Ready,
     stop: Arc<AtomicBool>,
@@ -45,14 +44,15 @@ pub(crate) fn run_thread(
             return empty();
         }
     };
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, async move {
-        let opened = futures::future::join_all((0..clients).map(|_| async {
+    // The clients are futures driven together by block_on (no LocalSet: it costs an
+    // extra epoll_wait per transaction).
+    rt.block_on(async move {
+        let opened = futures::future::join_all(clients.iter().map(|_| async {
             let t = Instant::now();
             Session::open(plan).await.map(|s| (s, t.elapsed()))
         }))
         .await;
-        let mut sessions = Vec::with_capacity(clients);
+        let mut sessions = Vec::with_capacity(clients.len());
         let mut first_err = None;
         for r in opened {
             match r {
@@ -73,30 +73,39 @@ pub(crate) fn run_thread(
             }
             return empty();
         };
-        let results: Vec<Rc<RefCell<ClientStats>>> = (0..clients)
-            .map(|_| Rc::new(RefCell::new(ClientStats::new(timeline.window_seconds))))
-            .collect();
-        let mut handles = Vec::with_capacity(clients);
-        for ((session, _), stats) in sessions.into_iter().zip(&results) {
-            let (plan, stats, stop) = (plan.clone(), stats.clone(), stop.clone());
-            handles.push(tokio::task::spawn_local(async move {
-                let session = client_loop(&plan, session, &timeline, &stats, &stop).await;
+        let new_stats = || {
+            let mut s = ClientStats::new(timeline.window_seconds);
+            s.grow = timeline.end.is_none();
+            s
+        };
+        // Each client is a task of this thread's runtime, so the connection task's wakeup
+        // schedules it directly (driving them inside block_on costs an extra epoll_wait per
+        // transaction).
+        let mut handles = Vec::with_capacity(clients.len());
+        for ((session, _), mut st) in sessions.into_iter().zip(clients) {
+            let (plan, stop) = (plan.clone(), stop.clone());
+            let mut stats = new_stats();
+            handles.push(tokio::spawn(async move {
+                let session =
+                    client_loop(&plan, session, &mut st, &timeline, &mut stats, &stop).await;
                 let finished = Instant::now();
+                stats.steps = std::mem::take(&mut st.steps);
                 if let Some(s) = session {
                     s.close().await;
                 }
-                finished
+                (finished, stats)
             }));
         }
         let mut finished = timeline.window_start;
+        let mut stats = new_stats();
         for h in handles {
-            if let Ok(f) = h.await {
-                finished = finished.max(f);
+            match h.await {
+                Ok((f, s)) => {
+                    finished = finished.max(f);
+                    stats.merge(&s);
+                }
+                Err(e) => tracing::error!(error = %e, "client task failed"),
             }
-        }
-        let mut stats = ClientStats::new(timeline.window_seconds);
-        for r in &results {
-            stats.merge(&r.borrow());
         }
         ThreadOutcome { stats, finished }
     })
@@ -115,54 +124,191 @@ async fn wait_for_go(mut go: watch::Receiver<Go>) -> Option<Timeline> {
     }
 }
 
-/// Runs transactions until the end of the window. Transactions that start before the
-/// window (warm-up) are not counted. Returns the session if it is still open.
+fn over(tl: &Timeline, plan: &Plan, done: u64, stop: &AtomicBool) -> bool {
+    stop.load(Ordering::Relaxed)
+        || tl.end.is_some_and(|e| Instant::now() >= e)
+        || (plan.transactions_per_client > 0 && done >= plan.transactions_per_client)
+}
+
+/// Runs transactions until the end. Transactions that start before the window (warm-up)
+/// are not counted. Returns the session if it is still open.
 async fn client_loop(
     plan: &Plan,
-    mut session: Session,
+    session: Session,
+    st: &mut ClientState,
     tl: &Timeline,
-    stats: &RefCell<ClientStats>,
+    stats: &mut ClientStats,
     stop: &AtomicBool,
 ) -> Option<Session> {
-    let mut rng = SmallRng::from_rng(&mut rand::rng());
-    let mut values = vec![0i64; plan.script.vars.len()];
-    // Like pgbench, the end of one transaction is the start of the next (one clock read).
-    let mut start = Instant::now();
+    let mut session = Some(session);
+    let mut done = 0u64;
+    let mut last_end = Instant::now();
+    let mut next_sched = tl.start;
+    let limit = plan.latency_limit_us.map(Duration::from_micros);
     loop {
-        if start >= tl.end || stop.load(Ordering::Relaxed) {
-            return Some(session);
+        if over(tl, plan, done, stop) {
+            return session;
         }
-        plan.script.draw(&mut rng, plan.scale, &mut values);
-        let res = session.run_transaction(plan, &values).await;
+        // With a rate limit, a transaction starts at its scheduled time and its latency
+        // counts from there; too-late ones are skipped under a latency limit.
+        let start = match plan.throttle_delay_us {
+            Some(delay) => {
+                next_sched += Duration::from_micros(st.throttle_rng.poisson(delay).max(0) as u64);
+                if let Some(l) = limit {
+                    while Instant::now() > next_sched + l && !over(tl, plan, done, stop) {
+                        if next_sched >= tl.window_start {
+                            stats.skipped += 1;
+                            if plan.track_live {
+                                plan.live.skipped.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        done += 1;
+                        next_sched +=
+                            Duration::from_micros(st.throttle_rng.poisson(delay).max(0) as u64);
+                    }
+                    if over(tl, plan, done, stop) {
+                        return session;
+                    }
+                }
+                tokio::time::sleep_until(tokio::time::Instant::from_std(next_sched)).await;
+                if over(tl, plan, done, stop) {
+                    return session;
+                }
+                if next_sched >= tl.window_start {
+                    let lag = Instant::now().saturating_duration_since(next_sched);
+                    stats.record_lag(lag);
+                    if plan.track_live {
+                        plan.live
+                            .lag_sum_us
+                            .fetch_add(lag.as_micros() as u64, Ordering::Relaxed);
+                    }
+                }
+                next_sched
+            }
+            None => last_end,
+        };
+        if session.is_none() {
+            session = reconnect(plan, tl, stop).await;
+            session.as_ref()?;
+        }
+        let s = session.as_ref().expect("connected above");
+        let si = plan.scripts.choose(&mut st.choose_rng);
+        let saved = st.rng;
+        let mut tries = 0u32;
+        let res = loop {
+            tries += 1;
+            let r = st.run_script(plan, s, si).await;
+            let in_time = limit.is_none_or(|l| start.elapsed() < l) && !over(tl, plan, done, stop);
+            match r {
+                Err(TxnError::Sql {
+                    retryable: true, ..
+                }) if (plan.max_tries == 0 || tries < plan.max_tries) && in_time => {
+                    s.rollback().await;
+                    st.rng = saved;
+                }
+                other => break other,
+            }
+        };
         let end = Instant::now();
+        done += 1;
         let counted = start >= tl.window_start;
         let second = end.saturating_duration_since(tl.window_start).as_secs() as usize;
-        match res {
-            Ok(()) if counted => stats.borrow_mut().record(second, end - start),
-            Ok(()) => {}
-            Err(e) => {
-                if counted {
-                    stats.borrow_mut().record_failure(second, || describe(&e));
+        let failed = {
+            let b = &mut *stats;
+            if counted && tries > 1 {
+                b.retries += u64::from(tries - 1);
+                b.retried += 1;
+            }
+            match res {
+                Ok(()) => {
+                    if counted {
+                        let lat = end - start;
+                        b.record(second, lat);
+                        b.record_script(si, Some(lat));
+                        b.late += u64::from(limit.is_some_and(|l| lat > l));
+                        if plan.track_live {
+                            plan.live.add(lat.as_micros() as u64);
+                        }
+                    }
+                    None
                 }
-                if session.is_broken() {
-                    tracing::warn!(error = %describe(&e), "connection lost, reconnecting");
-                    session = reconnect(plan, tl, stop).await?;
-                    start = Instant::now();
-                    continue;
+                Err(TxnError::Abort { step, message }) => {
+                    let cmd = plan.scripts.scripts[si]
+                        .script
+                        .steps
+                        .get(step)
+                        .map_or("end", |s| kind(&s.command));
+                    let msg = format!(
+                        "client {} aborted in command {step} ({cmd}) of script {si}; {message}",
+                        st.id
+                    );
+                    tracing::error!(client = st.id, script = si, command = step, error = %message, "client aborted");
+                    b.aborted += 1;
+                    b.first_error.get_or_insert(msg);
+                    Some(None)
+                }
+                Err(e @ TxnError::Sql { .. }) => {
+                    if counted {
+                        b.record_failure(second, || e.describe());
+                        b.record_script(si, None);
+                        if plan.track_live {
+                            plan.live.failures.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    Some(Some(e))
                 }
             }
+        };
+        // Some(None): the client aborted; Some(Some(e)): an SQL failure.
+        let failed = match failed {
+            Some(None) => return session,
+            Some(Some(e)) => Some(e),
+            None => None,
+        };
+        if let Some(e) = failed {
+            // Rolling back first also lets a dying connection be seen as closed.
+            s.rollback().await;
+            if s.is_broken() {
+                tracing::warn!(client = st.id, error = %e.describe(), "connection lost, reconnecting");
+                session = None;
+            }
         }
-        start = end;
+        if plan.reconnect
+            && let Some(s) = session.take()
+        {
+            s.close().await;
+        }
+        last_end = Instant::now();
+    }
+}
+fn kind(c: &crate::parse::Command) -> &'static str {
+    use crate::parse::Command::*;
+    match c {
+        Sql(_) => "SQL",
+        Set(..) => "set",
+        Sleep(_) => "sleep",
+        If(..) => "if",
+        Elif(..) => "elif",
+        Else(_) => "else",
+        Endif => "endif",
+        StartPipeline => "startpipeline",
+        EndPipeline => "endpipeline",
+        Shell(_) => "shell",
+        SetShell(..) => "setshell",
     }
 }
 
 async fn reconnect(plan: &Plan, tl: &Timeline, stop: &AtomicBool) -> Option<Session> {
     loop {
-        if Instant::now() >= tl.end || stop.load(Ordering::Relaxed) {
+        if tl.end.is_some_and(|e| Instant::now() >= e) || stop.load(Ordering::Relaxed) {
             return None;
         }
         match Session::open(plan).await {
             Ok(s) => return Some(s),
+            Err(e) if plan.reconnect => {
+                tracing::warn!(error = %e, "connection failed");
+                return None;
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "reconnect failed");
                 tokio::time::sleep(Duration::from_millis(200)).await;

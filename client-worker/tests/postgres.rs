@@ -150,8 +150,8 @@ async fn init_data_matches_real_pgbench() {
 }
 
 fn opts(server: &TestServer, builtin: Builtin, protocol: Protocol) -> LoadOptions {
-    let mut o = LoadOptions::new(server.conninfo("bench"), Duration::from_secs(2));
-    o.builtin = builtin;
+    let mut o =
+        LoadOptions::new(server.conninfo("bench"), Duration::from_secs(2)).with_builtin(builtin);
     o.protocol = protocol;
     o.clients = 4;
     o.threads = 2;

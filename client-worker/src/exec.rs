@@ -1,0 +1,269 @@
+//! Running one transaction of a script for one client: meta-commands, conditionals,
+//! variables, pipelines and SQL, with pgbench's errors.
+
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use futures::Future;
+
+use crate::client::{ResultRows, Session, is_retryable};
+use crate::expr::{EvalCtx, EvalError, Expr, Value};
+use crate::parse::{Command, ResultSet, SleepArg};
+use crate::plan::Plan;
+use crate::prng::PgPrng;
+use crate::vars::Variables;
+
+/// Latency and count of one script command (`-r`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepStat {
+    pub sum_us: f64,
+    pub count: u64,
+    pub failures: u64,
+}
+
+/// Everything a client keeps between transactions.
+pub struct ClientState {
+    pub id: i64,
+    pub vars: Variables,
+    /// Random functions of the scripts.
+    pub rng: PgPrng,
+    /// Script choice and rate-limit schedule.
+    pub choose_rng: PgPrng,
+    pub throttle_rng: PgPrng,
+    /// Per script, per step (only with `-r`).
+    pub steps: Vec<Vec<StepStat>>,
+    /// `debug()` output goes here instead of stderr when set (tests).
+    pub debug_out: Option<Vec<String>>,
+}
+
+/// Why a transaction did not complete.
+#[derive(Debug)]
+pub enum TxnError {
+    /// An SQL error; the client goes on (or retries it if `retryable`).
+    Sql {
+        error: tokio_postgres::Error,
+        step: usize,
+        retryable: bool,
+    },
+    /// A script error (evaluation, `\gset`, shell): pgbench aborts the client.
+    Abort { step: usize, message: String },
+}
+
+impl TxnError {
+    pub fn describe(&self) -> String {
+        match self {
+            TxnError::Sql { error, .. } => crate::error::describe(error),
+            TxnError::Abort { message, .. } => message.clone(),
+        }
+    }
+}
+
+type Pending<'a> = (usize, SqlFuture<'a>);
+type SqlFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Option<ResultRows>, tokio_postgres::Error>> + Send + 'a>>;
+
+impl ClientState {
+    fn eval(&mut self, e: &Expr, script: usize, step: usize) -> Result<Value, TxnError> {
+        let mut cx = EvalCtx {
+            vars: &mut self.vars,
+            rng: &mut self.rng,
+            position: (script, step + 1),
+            debug_out: self.debug_out.as_mut(),
+        };
+        e.eval(&mut cx)
+            .map_err(|EvalError(message)| TxnError::Abort { step, message })
+    }
+
+    fn record(&mut self, script: usize, step: usize, started: Option<Instant>, failed: bool) {
+        let Some(started) = started else { return };
+        if let Some(s) = self.steps.get_mut(script).and_then(|v| v.get_mut(step)) {
+            s.sum_us += started.elapsed().as_secs_f64() * 1e6;
+            s.count += 1;
+            s.failures += u64::from(failed);
+        }
+    }
+
+    /// Runs script `si` once on `session`.
+    pub async fn run_script(
+        &mut self,
+        plan: &Plan,
+        session: &Session,
+        si: usize,
+    ) -> Result<(), TxnError> {
+        let steps = &plan.scripts.scripts[si].script.steps;
+        let mut pipeline: Option<Vec<Pending<'_>>> = None;
+        let mut pc = 0;
+        while pc < steps.len() {
+            // Clock reads only when per-statement latencies are wanted (-r).
+            let started = plan.per_statement.then(Instant::now);
+            let abort = |message: String| TxnError::Abort { step: pc, message };
+            match &steps[pc].command {
+                Command::Sql(cmd) => {
+                    if pipeline.is_some() {
+                        match &cmd.result_set {
+                            Some(ResultSet::Gset(_)) => {
+                                return Err(abort("\\gset is not allowed in pipeline mode".into()));
+                            }
+                            Some(ResultSet::Aset(_)) => {
+                                return Err(abort("\\aset is not allowed in pipeline mode".into()));
+                            }
+                            None => {}
+                        }
+                    }
+                    let fut = session.sql(plan.protocol, (si, pc), cmd, &self.vars);
+                    if let Some(p) = pipeline.as_mut() {
+                        p.push((pc, Box::pin(fut)));
+                    } else {
+                        let res = fut.await;
+                        self.record(si, pc, started, res.is_err());
+                        self.finish_sql(cmd.result_set.as_ref(), pc, res)?;
+                    }
+                    pc += 1;
+                    continue;
+                }
+                Command::Set(id, e) => {
+                    let v = self.eval(e, si, pc)?;
+                    self.vars.set_value(*id, v);
+                }
+                Command::Sleep(arg) => {
+                    let us = match arg {
+                        SleepArg::Micros(us) => *us,
+                        SleepArg::Var(id, unit) => {
+                            let text = self.vars.text(*id).ok_or_else(|| {
+                                abort(format!(
+                                    "\\sleep: undefined variable \"{}\"",
+                                    self.vars.symbols().name(*id)
+                                ))
+                            })?;
+                            let n: i64 = text.trim().parse().map_err(|_| {
+                                abort(format!("\\sleep: invalid sleep time \"{text}\""))
+                            })?;
+                            n.saturating_mul(*unit)
+                        }
+                    };
+                    if us > 0 {
+                        tokio::time::sleep(Duration::from_micros(us as u64)).await;
+                    }
+                }
+                Command::If(e, next) => {
+                    if !self.eval(e, si, pc)?.truth() {
+                        self.record(si, pc, started, false);
+                        pc = self.branch(steps, *next, si)?;
+                        continue;
+                    }
+                }
+                Command::Elif(_, _, end) | Command::Else(end) => {
+                    pc = end + 1;
+                    continue;
+                }
+                Command::Endif => {}
+                Command::StartPipeline => {
+                    if pipeline.is_some() {
+                        return Err(abort("already in pipeline mode".into()));
+                    }
+                    pipeline = Some(Vec::new());
+                }
+                Command::EndPipeline => {
+                    let Some(p) = pipeline.take() else {
+                        return Err(abort("not in pipeline mode".into()));
+                    };
+                    let (idx, futs): (Vec<usize>, Vec<_>) = p.into_iter().unzip();
+                    let results = futures::future::join_all(futs).await;
+                    for (step, res) in idx.into_iter().zip(results) {
+                        self.finish_sql(None, step, res)?;
+                    }
+                }
+                Command::Shell(argv) | Command::SetShell(_, argv) => {
+                    if !plan.allow_shell {
+                        return Err(abort(
+                            "\\shell and \\setshell are not allowed in daemon mode".into(),
+                        ));
+                    }
+                    let var = match &steps[pc].command {
+                        Command::SetShell(v, _) => Some(v.as_str()),
+                        _ => None,
+                    };
+                    crate::shell::run(&mut self.vars, var, argv)
+                        .await
+                        .map_err(abort)?;
+                }
+            }
+            self.record(si, pc, started, false);
+            pc += 1;
+        }
+        if pipeline.is_some() {
+            return Err(TxnError::Abort {
+                step: steps.len(),
+                message: "end of script reached with pipeline open".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Evaluates the \elif chain from `next`; returns where execution continues.
+    fn branch(
+        &mut self,
+        steps: &[crate::parse::Step],
+        mut next: usize,
+        si: usize,
+    ) -> Result<usize, TxnError> {
+        loop {
+            match &steps[next].command {
+                Command::Elif(e, n, _) => {
+                    if self.eval(e, si, next)?.truth() {
+                        return Ok(next + 1);
+                    }
+                    next = *n;
+                }
+                _ => return Ok(next + 1),
+            }
+        }
+    }
+
+    fn finish_sql(
+        &mut self,
+        rs: Option<&ResultSet>,
+        step: usize,
+        res: Result<Option<ResultRows>, tokio_postgres::Error>,
+    ) -> Result<(), TxnError> {
+        match res {
+            Err(error) => Err(TxnError::Sql {
+                retryable: is_retryable(&error),
+                error,
+                step,
+            }),
+            Ok(None) => Ok(()),
+            Ok(Some(rows)) => self.store(step, rows, rs),
+        }
+    }
+
+    fn store(
+        &mut self,
+        step: usize,
+        rows: ResultRows,
+        rs: Option<&ResultSet>,
+    ) -> Result<(), TxnError> {
+        let abort = |message: String| TxnError::Abort { step, message };
+        let (prefix, take) = match rs {
+            Some(ResultSet::Gset(p)) => {
+                if rows.rows.len() != 1 {
+                    return Err(abort(format!("expected one row, got {}", rows.rows.len())));
+                }
+                (p, 1)
+            }
+            Some(ResultSet::Aset(p)) => (p, rows.rows.len()),
+            None => return Ok(()),
+        };
+        let prefix = prefix.as_str();
+        for row in rows.rows.iter().take(take) {
+            for (col, val) in rows.columns.iter().zip(row) {
+                let name = format!("{prefix}{col}");
+                let text = val.clone().unwrap_or_else(|| "NULL".into());
+                self.vars
+                    .set_text_by_name(&name, text)
+                    .map_err(|e| abort(format!("error storing into variable {name}: {e}")))?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -64,6 +64,10 @@ pub struct AgentConfig {
     pub make_jobs: usize,
     /// Used until the coordinator's welcome says otherwise.
     pub heartbeat_interval: Duration,
+    /// CA to verify the coordinator's certificate (`--ca-cert`); `None` = plain http.
+    pub tls: Option<blocklab_proto::security::ClientTls>,
+    /// Fleet join token (`--token-file` / `BLOCKLAB_FLEET_TOKEN`); `Debug` redacts it.
+    pub token: Option<blocklab_proto::security::Secret>,
 }
 
 impl AgentConfig {
@@ -86,6 +90,8 @@ impl AgentConfig {
                 .map(|n| n.get())
                 .unwrap_or(2),
             heartbeat_interval: Duration::from_secs(2),
+            tls: None,
+            token: None,
         }
     }
 }
@@ -140,6 +146,8 @@ pub async fn serve(
         heartbeat_interval: config.heartbeat_interval,
         max_backoff: Duration::from_secs(10),
         fence_after: Duration::from_secs(10),
+        tls: config.tls.clone(),
+        token: config.token.clone(),
     };
     run_session(session, handler, shutdown).await;
     tracing::info!("agent stopped");

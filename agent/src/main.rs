@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use blocklab_agent::{AgentConfig, serve};
+use blocklab_proto::security::{ClientTls, FLEET_TOKEN_ENV, resolve_token};
 use clap::Parser;
 
 #[derive(Parser, Debug)]
@@ -48,6 +49,12 @@ struct Args {
     /// Parallel make jobs (default: number of cores).
     #[arg(long)]
     make_jobs: Option<usize>,
+    /// CA certificate (PEM) to verify the coordinator's TLS certificate; turns on https.
+    #[arg(long, env = "BLOCKLAB_CA_CERT")]
+    ca_cert: Option<PathBuf>,
+    /// File holding the fleet join token (else the BLOCKLAB_FLEET_TOKEN variable, if set).
+    #[arg(long, env = "BLOCKLAB_FLEET_TOKEN_FILE")]
+    token_file: Option<PathBuf>,
 }
 
 fn parse_port_range(s: &str) -> anyhow::Result<(u16, u16)> {
@@ -117,6 +124,10 @@ async fn main() -> anyhow::Result<()> {
     if let Some(j) = args.make_jobs {
         config.make_jobs = j.max(1);
     }
+    if let Some(ca) = &args.ca_cert {
+        config.tls = Some(ClientTls::from_ca_file("--ca-cert", ca)?);
+    }
+    config.token = resolve_token("--token-file", args.token_file.as_deref(), FLEET_TOKEN_ENV)?;
     serve(config, shutdown_signal())
         .await
         .context("blocklab-agent failed")?;

@@ -4,10 +4,12 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use blocklab_proto::security::{Bearer, ClientAuth};
 use blocklab_proto::v1::control_client::ControlClient;
 use blocklab_proto::v1::*;
 use comfy_table::Table;
 use tokio_stream::StreamExt;
+use tonic::codegen::{Body, Bytes, InterceptedService, StdError};
 use tonic::transport::Channel;
 
 pub use crate::report::render::{Format, render_compare, render_results};
@@ -22,25 +24,49 @@ pub enum CliError {
         path: String,
         error: crate::spec::SpecError,
     },
-    #[error(
-        "cannot reach the coordinator at {addr}: {error} (set --coordinator or BLOCKLAB_COORDINATOR)"
-    )]
+    #[error("{error} (set --coordinator or BLOCKLAB_COORDINATOR; with TLS, --ca-cert)")]
     Connect {
         addr: String,
-        error: tonic::transport::Error,
+        error: blocklab_proto::security::SecurityError,
     },
     #[error("{}", .0.message())]
     Rpc(#[from] tonic::Status),
 }
 
-/// Connects to the coordinator.
-pub async fn connect(addr: &str) -> Result<ControlClient<Channel>, CliError> {
-    ControlClient::connect(blocklab_proto::endpoint_url(addr))
+/// The CLI's client: TLS when a CA is given, the API token on every request.
+pub type Client = ControlClient<InterceptedService<Channel, Bearer>>;
+
+/// Any transport a [`ControlClient`] can run on (a plain or an authenticated channel).
+pub trait Transport:
+    tonic::client::GrpcService<
+        tonic::body::Body,
+        Error: Into<StdError>,
+        ResponseBody: Body<Data = Bytes, Error: Into<StdError> + Send> + Send + 'static,
+    >
+{
+}
+
+impl<T> Transport for T where
+    T: tonic::client::GrpcService<
+            tonic::body::Body,
+            Error: Into<StdError>,
+            ResponseBody: Body<Data = Bytes, Error: Into<StdError> + Send> + Send + 'static,
+        >
+{
+}
+
+/// Connects to the coordinator with the shared client endpoint (TLS, connect timeout).
+pub async fn connect(addr: &str, auth: &ClientAuth) -> Result<Client, CliError> {
+    let channel = blocklab_proto::security::connect_channel(addr, auth.tls.as_ref())
         .await
         .map_err(|error| CliError::Connect {
             addr: addr.to_string(),
             error,
-        })
+        })?;
+    Ok(
+        ControlClient::with_interceptor(channel, Bearer::new(auth.token.as_ref()))
+            .max_decoding_message_size(blocklab_proto::security::CLIENT_MAX_MESSAGE_BYTES),
+    )
 }
 
 /// Reads and validates a spec file of either kind; nothing is sent anywhere.
@@ -291,8 +317,8 @@ pub fn render_hosts(hosts: &[HostInfo]) -> String {
 }
 
 /// Follows a job until it finishes, printing one line per change.
-pub async fn watch(
-    client: &mut ControlClient<Channel>,
+pub async fn watch<T: Transport>(
+    client: &mut ControlClient<T>,
     job_id: &str,
     mut out: impl std::io::Write,
 ) -> Result<Option<JobSummary>, CliError> {
@@ -468,8 +494,8 @@ pub fn render_builds(builds: &[AgentBuild]) -> String {
 }
 
 /// The results table of a probe job, or `None` if the job is a benchmark.
-pub async fn probe_results_if_probe(
-    client: &mut ControlClient<Channel>,
+pub async fn probe_results_if_probe<T: Transport>(
+    client: &mut ControlClient<T>,
     job_id: &str,
 ) -> Result<Option<String>, CliError> {
     let job = client

@@ -14,10 +14,28 @@ use crate::report::{self, ReportError};
 use crate::scheduler::Scheduler;
 use crate::spec::{JobSpec, SpecError};
 
+/// Error messages travel in a response header: keep echoed input short.
+const MAX_MESSAGE_CHARS: usize = 1024;
+
+fn bounded(message: String) -> String {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}... ({} bytes in all)", &message[..cut], message.len()),
+        None => message,
+    }
+}
+
+/// `{:?}` of a caller's value, cut to 64 characters.
+fn shown(value: &str) -> String {
+    match value.char_indices().nth(64) {
+        Some((cut, _)) => format!("{:?}... ({} bytes)", &value[..cut], value.len()),
+        None => format!("{value:?}"),
+    }
+}
+
 /// Bad specs are the caller's fault; a missing job is not found; the rest is unavailable.
 impl From<SpecError> for Status {
     fn from(e: SpecError) -> Self {
-        Status::invalid_argument(e.to_string())
+        Status::invalid_argument(bounded(e.to_string()))
     }
 }
 
@@ -34,7 +52,7 @@ impl From<ReportError> for Status {
     fn from(e: ReportError) -> Self {
         match e {
             ReportError::Catalog(c) => c.into(),
-            other => Status::invalid_argument(other.to_string()),
+            other => Status::invalid_argument(bounded(other.to_string())),
         }
     }
 }
@@ -79,9 +97,9 @@ fn run_info(r: &RunRecord) -> RunInfo {
 }
 
 fn check_job_id(id: &str) -> Result<(), Status> {
-    uuid::Uuid::parse_str(id)
-        .map(|_| ())
-        .map_err(|_| Status::invalid_argument(format!("job_id: {id:?} is not a job id (a UUID)")))
+    uuid::Uuid::parse_str(id).map(|_| ()).map_err(|_| {
+        Status::invalid_argument(format!("job_id: {} is not a job id (a UUID)", shown(id)))
+    })
 }
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<JobEvent, Status>> + Send>>;
@@ -380,10 +398,16 @@ impl Control for ControlService {
     ) -> Result<Response<CompareJobsResponse>, Status> {
         let req = request.into_inner();
         check_job_id(&req.job_a).map_err(|_| {
-            Status::invalid_argument(format!("job_a: {:?} is not a job id (a UUID)", req.job_a))
+            Status::invalid_argument(format!(
+                "job_a: {} is not a job id (a UUID)",
+                shown(&req.job_a)
+            ))
         })?;
         check_job_id(&req.job_b).map_err(|_| {
-            Status::invalid_argument(format!("job_b: {:?} is not a job id (a UUID)", req.job_b))
+            Status::invalid_argument(format!(
+                "job_b: {} is not a job id (a UUID)",
+                shown(&req.job_b)
+            ))
         })?;
         let r = report::compare_jobs(&self.scheduler.catalog, &req).await?;
         Ok(Response::new(r))

@@ -95,17 +95,34 @@ impl Scheduler {
         self.changed(job_id);
         tracing::info!(job_id, run_id, attempt, cell = %cell.label_in(spec), repetition = run.repetition, "run started");
         let mut cancelled = self.cancelled(job_id);
+        let hosts: Vec<String> = sessions
+            .iter()
+            .chain(std::iter::once(&agent))
+            .map(|h| h.host_id.clone())
+            .collect();
         let outcome = tokio::select! {
             o = self.measure(spec, cell, run_id, attempt, &agent, &sessions, job_id) => Some(o),
+            gone = self.host_down(&hosts) => Some(Err(Failure {
+                lost: true,
+                ..fail("measuring", format!("host {gone} went down during the run"), "")
+            })),
             _ = cancelled.wait_for(|c| *c) => None,
         };
+        let cancel = blocklab_proto::v1::CancelTask {
+            task_id: String::new(),
+            run_id: run_id.to_string(),
+            attempt,
+        };
+        if matches!(&outcome, Some(Err(f)) if f.lost) {
+            // Whatever still runs for this attempt on the hosts that remain is stale: stop it.
+            for host in &sessions {
+                let _ = host
+                    .notify(coordinator_message::Kind::Cancel(cancel.clone()))
+                    .await;
+            }
+        }
         let Some(outcome) = outcome else {
             // Stop the load and the server of the cancelled attempt promptly.
-            let cancel = blocklab_proto::v1::CancelTask {
-                task_id: String::new(),
-                run_id: run_id.to_string(),
-                attempt,
-            };
             for host in sessions.iter().chain(std::iter::once(&agent)) {
                 let _ = host
                     .notify(coordinator_message::Kind::Cancel(cancel.clone()))
@@ -158,6 +175,19 @@ impl Scheduler {
             }
         }
         Ok(())
+    }
+
+    /// Resolves with the id of the first of `hosts` that the registry no longer holds (it
+    /// detached or missed its heartbeat timeout).
+    async fn host_down(&self, hosts: &[String]) -> String {
+        loop {
+            if let Some(gone) = hosts.iter().find(|h| self.registry.get(h).is_none()) {
+                return gone.clone();
+            }
+            let _ =
+                tokio::time::timeout(Duration::from_millis(500), self.registry.changed.notified())
+                    .await;
+        }
     }
 
     fn free_workers(

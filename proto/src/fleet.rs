@@ -91,6 +91,10 @@ pub struct SessionConfig {
     /// Fence (stop all work) after hearing nothing from the coordinator this long; the
     /// coordinator's welcome overrides it with its heartbeat timeout.
     pub fence_after: Duration,
+    /// The CA to verify the coordinator with; `None` = plain http (loopback, `--insecure`).
+    pub tls: Option<crate::security::ClientTls>,
+    /// The fleet join token sent as `authorization: Bearer`; `Debug` redacts it.
+    pub token: Option<crate::security::Secret>,
 }
 
 /// When the coordinator was last heard from, and how long silence may last.
@@ -184,11 +188,10 @@ async fn one_connection<H: TaskHandler>(
     contact: Arc<Contact>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let channel =
-        tonic::transport::Endpoint::from_shared(crate::endpoint_url(&config.coordinator))?
-            .connect_timeout(Duration::from_secs(5))
-            .connect()
-            .await?;
-    let mut client = FleetClient::new(channel);
+        crate::security::connect_channel(&config.coordinator, config.tls.as_ref()).await?;
+    let mut client =
+        FleetClient::with_interceptor(channel, crate::security::Bearer::new(config.token.as_ref()))
+            .max_decoding_message_size(crate::security::CLIENT_MAX_MESSAGE_BYTES);
     let (tx, rx) = mpsc::channel::<HostMessage>(256);
     tx.send(HostMessage {
         kind: Some(host_message::Kind::Hello(config.hello.clone())),

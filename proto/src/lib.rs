@@ -8,6 +8,7 @@ pub mod v1 {
 pub use v1::*;
 
 pub mod fleet;
+pub mod security;
 
 /// Default coordinator address used by the CLI and the daemons when none is configured.
 pub const DEFAULT_COORDINATOR: &str = "http://127.0.0.1:7400";

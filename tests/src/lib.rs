@@ -1,6 +1,8 @@
 //! Support for blocklab's end-to-end tests: start the real coordinator, agent and worker
 //! in-process on loopback, and wait for things to happen.
 
+pub mod netns;
+
 use std::path::PathBuf;
 use std::time::Duration;
 

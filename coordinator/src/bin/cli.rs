@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use blocklab_coordinator::{cli, report};
+use blocklab_proto::security::{API_TOKEN_ENV, ClientAuth, ClientTls, resolve_token};
 use blocklab_proto::v1::*;
 use clap::{Parser, Subcommand};
 
@@ -18,6 +19,12 @@ struct Args {
     /// Coordinator address (host:port or URL).
     #[arg(long, global = true, env = "BLOCKLAB_COORDINATOR", default_value = blocklab_proto::DEFAULT_COORDINATOR)]
     coordinator: String,
+    /// CA certificate (PEM) to verify the coordinator's TLS certificate; turns on https.
+    #[arg(long, global = true, env = "BLOCKLAB_CA_CERT")]
+    ca_cert: Option<PathBuf>,
+    /// File holding the API token (else the BLOCKLAB_TOKEN variable, if set).
+    #[arg(long, global = true, env = "BLOCKLAB_TOKEN_FILE")]
+    token_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -139,6 +146,12 @@ async fn main() -> ExitCode {
 
 async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let addr = args.coordinator;
+    // The CA and the token are read only by commands that contact the coordinator.
+    let (ca_cert, token_file) = (args.ca_cert, args.token_file);
+    let connect = async || -> anyhow::Result<ControlClient> {
+        let auth = client_auth(ca_cert.as_deref(), token_file.as_deref())?;
+        Ok(cli::connect(&addr, &auth).await?)
+    };
     match args.command {
         Command::Submit {
             spec,
@@ -150,7 +163,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 print!("{}", cli::render_job_plan(&parsed));
                 return Ok(ExitCode::SUCCESS);
             }
-            let mut client = cli::connect(&addr).await?;
+            let mut client = connect().await?;
             let r = client
                 .submit_job(SubmitJobRequest { spec_toml: text })
                 .await?
@@ -164,12 +177,12 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Jobs => {
-            let mut client = cli::connect(&addr).await?;
+            let mut client = connect().await?;
             let r = client.list_jobs(ListJobsRequest {}).await?.into_inner();
             println!("{}", cli::render_jobs(&r.jobs));
         }
         Command::Job { job_id, run } => {
-            let mut client = cli::connect(&addr).await?;
+            let mut client = connect().await?;
             let request = GetJobRequest {
                 job_id,
                 run: run.unwrap_or(0),
@@ -181,7 +194,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Hosts { facts } => {
-            let mut client = cli::connect(&addr).await?;
+            let mut client = connect().await?;
             let r = client.list_hosts(ListHostsRequest {}).await?.into_inner();
             println!("{}", cli::render_hosts(&r.hosts));
             if facts {
@@ -189,12 +202,12 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Builds => {
-            let mut client = cli::connect(&addr).await?;
+            let mut client = connect().await?;
             let r = client.list_builds(ListBuildsRequest {}).await?.into_inner();
             println!("{}", cli::render_builds(&r.builds));
         }
         Command::Cancel { job_id } => {
-            let mut client = cli::connect(&addr).await?;
+            let mut client = connect().await?;
             let r = client
                 .cancel_job(CancelJobRequest {
                     job_id: job_id.clone(),
@@ -207,12 +220,12 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
         Command::Watch { job_id } => {
-            let mut client = cli::connect(&addr).await?;
+            let mut client = connect().await?;
             return finish_watch(&mut client, &job_id).await;
         }
         Command::Results { job_id, opts } => {
             let format = cli::Format::parse(&opts.format)?;
-            let mut client = cli::connect(&addr).await?;
+            let mut client = connect().await?;
             if let Some(probe) = cli::probe_results_if_probe(&mut client, &job_id).await? {
                 println!("{probe}");
                 return Ok(ExitCode::SUCCESS);
@@ -228,7 +241,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Command::Compare { job_a, job_b, opts } => {
             let format = cli::Format::parse(&opts.format)?;
-            let mut client = cli::connect(&addr).await?;
+            let mut client = connect().await?;
             let r = client
                 .compare_jobs(CompareJobsRequest {
                     job_a,
@@ -244,7 +257,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             out,
             metric,
         } => {
-            let mut client = cli::connect(&addr).await?;
+            let mut client = connect().await?;
             let export = export(&mut client, job_id, metric).await?;
             std::fs::create_dir_all(&out)
                 .with_context(|| format!("--out: cannot create {}", out.display()))?;
@@ -260,7 +273,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             out,
             metric,
         } => {
-            let mut client = cli::connect(&addr).await?;
+            let mut client = connect().await?;
             let out =
                 out.unwrap_or_else(|| PathBuf::from(format!("blocklab-report-{job_id}.html")));
             let export = export(&mut client, job_id, metric).await?;
@@ -311,4 +324,17 @@ async fn export(
         .into_inner())
 }
 
-type ControlClient = control_client::ControlClient<tonic::transport::Channel>;
+type ControlClient = cli::Client;
+
+/// `--ca-cert` / `BLOCKLAB_CA_CERT` and the API token (`--token-file` or `BLOCKLAB_TOKEN`).
+fn client_auth(
+    ca_cert: Option<&std::path::Path>,
+    token_file: Option<&std::path::Path>,
+) -> anyhow::Result<ClientAuth> {
+    Ok(ClientAuth {
+        tls: ca_cert
+            .map(|p| ClientTls::from_ca_file("--ca-cert", p))
+            .transpose()?,
+        token: resolve_token("--token-file", token_file, API_TOKEN_ENV)?,
+    })
+}

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
+use blocklab_coordinator::listen::{ListenDecision, Protection, decide_listen};
+use blocklab_proto::security::{FLEET_TOKEN_ENV, ServerTls, read_token_list, resolve_token};
 use clap::Parser;
 
 #[derive(Parser)]
@@ -29,6 +31,23 @@ struct Args {
     /// A host silent this long is down.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     heartbeat_timeout: Duration,
+    /// TLS certificate chain (PEM) to serve with; needs --tls-key.
+    #[arg(long, env = "BLOCKLAB_TLS_CERT", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM) for --tls-cert.
+    #[arg(long, env = "BLOCKLAB_TLS_KEY", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// File holding the fleet join token agents and workers must present (else the
+    /// BLOCKLAB_FLEET_TOKEN variable, if set).
+    #[arg(long, env = "BLOCKLAB_FLEET_TOKEN_FILE")]
+    fleet_token_file: Option<PathBuf>,
+    /// File of API tokens for the CLI, one per line (blank lines and # comments ignored).
+    #[arg(long, env = "BLOCKLAB_API_TOKEN_FILE")]
+    api_token_file: Option<PathBuf>,
+    /// Serve off loopback even without TLS and tokens (anyone who can reach the port can
+    /// submit jobs and attach hosts).
+    #[arg(long)]
+    insecure: bool,
 }
 
 #[tokio::main]
@@ -43,13 +62,51 @@ async fn main() -> anyhow::Result<()> {
     if args.heartbeat_timeout <= args.heartbeat_interval {
         anyhow::bail!("--heartbeat-timeout must be longer than --heartbeat-interval");
     }
-    let listener = tokio::net::TcpListener::bind(&args.listen)
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(ServerTls::from_files(cert, key)?),
+        _ => None,
+    };
+    let fleet_token = resolve_token(
+        "--fleet-token-file",
+        args.fleet_token_file.as_deref(),
+        FLEET_TOKEN_ENV,
+    )?;
+    let api_tokens = match &args.api_token_file {
+        Some(path) => read_token_list("--api-token-file", path)?,
+        None => Vec::new(),
+    };
+    let protection = Protection {
+        tls: tls.is_some(),
+        fleet_token: fleet_token.is_some(),
+        api_tokens: !api_tokens.is_empty(),
+    };
+    // Decide before binding, for every address the name resolves to.
+    let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host(&args.listen)
+        .await
+        .with_context(|| format!("--listen {}: cannot resolve", args.listen))?
+        .collect();
+    for addr in &addrs {
+        if let ListenDecision::Insecure { missing } =
+            decide_listen(*addr, protection, args.insecure)?
+        {
+            tracing::warn!(
+                %addr,
+                missing = %missing.join(", "),
+                "--insecure: serving off loopback without full protection; anyone who can \
+                 reach this port can submit jobs or attach hosts"
+            );
+        }
+    }
+    let listener = tokio::net::TcpListener::bind(addrs.as_slice())
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let config = blocklab_coordinator::CoordinatorConfig {
         catalog_path: args.catalog,
         heartbeat_interval: args.heartbeat_interval,
         heartbeat_timeout: args.heartbeat_timeout,
+        tls,
+        fleet_token,
+        api_tokens,
     };
     blocklab_coordinator::serve(config, listener, shutdown_signal()).await?;
     Ok(())

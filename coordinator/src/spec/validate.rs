@@ -303,17 +303,17 @@ fn validate_source(field: &str, s: RawSource) -> Result<Source, SpecError> {
             ));
         }
     }
-    if let Some(t) = &s.tarball
-        && (t.trim().is_empty() || t.contains('\0'))
-    {
-        return Err(SpecError::new(
-            format!("{field}.tarball"),
-            "must name a PostgreSQL source tarball",
-        ));
+    if let Some(t) = &s.tarball {
+        check_tarball_path(t).map_err(|m| SpecError::new(format!("{field}.tarball"), m))?;
     }
     let git_ref = s.git_ref.unwrap_or_default();
     if let Some(g) = &s.git {
-        if g.is_empty() || g.starts_with('-') || g.chars().any(char::is_whitespace) {
+        // `ext::` and `fd::` are git transports that run commands or use descriptors.
+        if g.is_empty()
+            || g.starts_with('-')
+            || g.contains("::")
+            || g.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
             return Err(SpecError::new(
                 format!("{field}.git"),
                 "must be a git URL or path",
@@ -375,6 +375,12 @@ fn validate_settings(
             return Err(SpecError::new(
                 field,
                 "setting names are lowercase letters, digits, '_' and '.'",
+            ));
+        }
+        if FORBIDDEN_SETTINGS.contains(&name.as_str()) {
+            return Err(SpecError::new(
+                field,
+                "may not be set by a spec: the agent sets it, or it runs commands or loads code on the database host",
             ));
         }
         let text = match value {
@@ -539,6 +545,12 @@ fn backticked(msg: &str) -> Option<String> {
 /// A configure flag as the agent will accept it: `--name` or `--name=value`, no shell
 /// metacharacters, and none of the flags blocklab sets itself.
 pub fn validate_configure_flag(flag: &str) -> Result<(), String> {
+    if flag.len() > 256 {
+        return Err(format!(
+            "a configure flag of {} bytes is longer than the limit of 256",
+            flag.len()
+        ));
+    }
     let Some(body) = flag.strip_prefix("--") else {
         return Err(format!("{flag:?} must start with --"));
     };
@@ -560,6 +572,53 @@ pub fn validate_configure_flag(flag: &str) -> Result<(), String> {
         return Err(format!(
             "{flag:?} is set by blocklab from the matrix; remove it"
         ));
+    }
+    Ok(())
+}
+
+/// Settings a spec may not give: those the agent owns (where the server listens, its files),
+/// and those that run shell commands or load code as the PostgreSQL user.
+const FORBIDDEN_SETTINGS: &[&str] = &[
+    "listen_addresses",
+    "port",
+    "unix_socket_directories",
+    "unix_socket_group",
+    "unix_socket_permissions",
+    "data_directory",
+    "hba_file",
+    "ident_file",
+    "config_file",
+    "include",
+    "include_if_exists",
+    "include_dir",
+    "external_pid_file",
+    "archive_command",
+    "archive_library",
+    "restore_command",
+    "archive_cleanup_command",
+    "recovery_end_command",
+    "ssl_passphrase_command",
+    "shared_preload_libraries",
+    "session_preload_libraries",
+    "local_preload_libraries",
+    "dynamic_library_path",
+    "jit_provider",
+];
+
+/// A tarball on the agent host: an absolute path of plain characters, no `..`, no `:` (GNU tar
+/// reads `host:path` as a remote archive).
+fn check_tarball_path(t: &str) -> Result<(), &'static str> {
+    if !t.starts_with('/') || t.len() > 4096 {
+        return Err("must be an absolute path on the agent host (at most 4096 bytes)");
+    }
+    if t.split('/').any(|c| c == "..") {
+        return Err("must not contain '..'");
+    }
+    if !t
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._+-~@,=".contains(c))
+    {
+        return Err("may contain only letters, digits and / . _ + - ~ @ , =");
     }
     Ok(())
 }

@@ -23,6 +23,20 @@ const RESERVED_SETTINGS: &[&str] = &[
     "include_if_exists",
     "include_dir",
     "external_pid_file",
+    "unix_socket_group",
+    "unix_socket_permissions",
+    // These run shell commands or load code as the PostgreSQL user.
+    "archive_command",
+    "archive_library",
+    "restore_command",
+    "archive_cleanup_command",
+    "recovery_end_command",
+    "ssl_passphrase_command",
+    "shared_preload_libraries",
+    "session_preload_libraries",
+    "local_preload_libraries",
+    "dynamic_library_path",
+    "jit_provider",
 ];
 
 /// `name` must look like a GUC name: `^[a-z_][a-z0-9_.]*$`.

@@ -318,7 +318,7 @@ async fn unpack_cached(
             let log = sources.join(format!("{digest}.unpack.log"));
             let _ = std::fs::remove_file(&log);
             let res = Cmd::new("unpack", "tar", UNPACK_TIMEOUT)
-                .args(["--no-same-owner", "-xf"])
+                .args(["--no-same-owner", "--force-local", "-xf"])
                 .arg(archive)
                 .arg("-C")
                 .arg(&dir)

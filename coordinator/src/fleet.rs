@@ -36,6 +36,9 @@ pub enum CallError {
 
 type Pending = (String, u32, oneshot::Sender<TaskResult>);
 
+/// How long a message may wait for room on a host's stream before the host counts as gone.
+const SEND_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// One attached host.
 pub struct HostSession {
     pub host_id: String,
@@ -49,6 +52,9 @@ pub struct HostSession {
     last_seen: Mutex<Instant>,
     /// Held by whoever runs work on this host: one run at a time per host.
     pub busy: Arc<tokio::sync::Mutex<()>>,
+    /// Set when the session detached or missed its heartbeat timeout: calls fail at once
+    /// instead of queueing behind a connection that no longer drains.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl HostSession {
@@ -74,6 +80,9 @@ impl HostSession {
         kind: task::Kind,
         timeout: Duration,
     ) -> Result<task_result::Outcome, CallError> {
+        if self.is_closed() {
+            return Err(CallError::Disconnected(self.host_id.clone()));
+        }
         let (done_tx, done_rx) = oneshot::channel();
         self.lock_pending()
             .insert(task_id.to_string(), (run_id.to_string(), attempt, done_tx));
@@ -85,7 +94,8 @@ impl HostSession {
                 kind: Some(kind),
             })),
         };
-        if self.tx.send(Ok(msg)).await.is_err() {
+        let sent = tokio::time::timeout(SEND_TIMEOUT, self.tx.send(Ok(msg))).await;
+        if !matches!(sent, Ok(Ok(()))) {
             self.lock_pending().remove(task_id);
             return Err(CallError::Disconnected(self.host_id.clone()));
         }
@@ -106,10 +116,25 @@ impl HostSession {
 
     /// Sends a coordinator message that expects no answer (go, cancel).
     pub async fn notify(&self, kind: coordinator_message::Kind) -> Result<(), CallError> {
-        self.tx
-            .send(Ok(CoordinatorMessage { kind: Some(kind) }))
-            .await
-            .map_err(|_| CallError::Disconnected(self.host_id.clone()))
+        if self.is_closed() {
+            return Err(CallError::Disconnected(self.host_id.clone()));
+        }
+        let msg = Ok(CoordinatorMessage { kind: Some(kind) });
+        match tokio::time::timeout(SEND_TIMEOUT, self.tx.send(msg)).await {
+            Ok(Ok(())) => Ok(()),
+            _ => Err(CallError::Disconnected(self.host_id.clone())),
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Fails every pending call and refuses new ones.
+    fn close(&self) {
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.lock_pending().clear();
     }
 
     fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
@@ -208,7 +233,7 @@ impl Registry {
 
     fn insert(&self, s: Arc<HostSession>) {
         if let Some(old) = self.lock().insert(s.host_id.clone(), s) {
-            old.lock_pending().clear();
+            old.close();
         }
         self.changed.notify_waiters();
     }
@@ -218,7 +243,7 @@ impl Registry {
         if map.get(host_id).is_some_and(|s| s.generation == generation)
             && let Some(s) = map.remove(host_id)
         {
-            s.lock_pending().clear();
+            s.close();
         }
         drop(map);
         self.changed.notify_waiters();
@@ -236,7 +261,7 @@ impl Registry {
         for id in dead {
             tracing::warn!(host_id = %id, "host missed its heartbeat timeout; marked down");
             if let Some(s) = map.remove(&id) {
-                s.lock_pending().clear();
+                s.close();
             }
         }
     }
@@ -330,6 +355,7 @@ impl Fleet for FleetService {
             pending: Mutex::new(HashMap::new()),
             last_seen: Mutex::new(Instant::now()),
             busy: Arc::new(tokio::sync::Mutex::new(())),
+            closed: std::sync::atomic::AtomicBool::new(false),
         });
         let interval_ms = u32::try_from(self.registry.liveness.heartbeat_interval.as_millis())
             .unwrap_or(u32::MAX);
@@ -350,7 +376,10 @@ impl Fleet for FleetService {
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
-                if keepalive_tx.send(Ok(welcome.clone())).await.is_err() {
+                // A full stream means the host is not reading; the reaper decides about it.
+                if let Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) =
+                    keepalive_tx.try_send(Ok(welcome.clone()))
+                {
                     return;
                 }
             }

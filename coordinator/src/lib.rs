@@ -68,7 +68,10 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), CoordinatorError> {
     // A bad certificate or key fails here, before anything else starts.
-    let mut server = tonic::transport::Server::builder();
+    // HTTP/2 keepalives close connections to hosts whose link died, so their streams end.
+    let mut server = tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(config.heartbeat_interval))
+        .http2_keepalive_timeout(Some(config.heartbeat_timeout));
     if let Some(tls) = &config.tls {
         server = server
             .tls_config(tls.tonic_config())

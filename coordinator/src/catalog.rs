@@ -477,6 +477,31 @@ impl Catalog {
         Ok(())
     }
 
+    /// Records what the run's cache-control choices did and where its server kept WAL.
+    pub async fn record_run_choices(
+        &self,
+        run_id: &str,
+        attempt: u32,
+        c: &RunChoices,
+    ) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        sqlx::query(
+            "UPDATE runs SET os_cache_dropped = coalesce(?, os_cache_dropped), checkpoint_before = coalesce(?, checkpoint_before),
+               wal_dir = coalesce(?, wal_dir), postmaster_start_time = coalesce(?, postmaster_start_time)
+             WHERE run_id = ? AND attempt = ? AND state = 'running'",
+        )
+        .bind(c.os_cache_dropped)
+        .bind(c.checkpoint_before)
+        .bind(c.wal_dir.as_deref())
+        .bind(c.postmaster_start_time.as_deref())
+        .bind(run_id)
+        .bind(attempt)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// Writes the result and marks the run done, in one transaction. Returns false (and
     /// writes nothing) if the attempt is no longer current.
     pub async fn finish_run(

@@ -273,3 +273,12 @@ pub struct RunDetailRecord {
     pub started_at: String,
     pub finished_at: String,
 }
+
+/// A run's cache-control choices as carried out (None = not known yet).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunChoices {
+    pub os_cache_dropped: Option<bool>,
+    pub checkpoint_before: Option<bool>,
+    pub wal_dir: Option<String>,
+    pub postmaster_start_time: Option<String>,
+}

@@ -493,11 +493,11 @@ pub fn render_builds(builds: &[AgentBuild]) -> String {
     t.to_string()
 }
 
-/// The results table of a probe job, or `None` if the job is a benchmark.
-pub async fn probe_results_if_probe<T: Transport>(
+/// A probe job's results, or `None` if the job is a benchmark.
+pub async fn probe_job<T: Transport>(
     client: &mut ControlClient<T>,
     job_id: &str,
-) -> Result<Option<String>, CliError> {
+) -> Result<Option<ProbeResultsResponse>, CliError> {
     let job = client
         .get_job(GetJobRequest {
             job_id: job_id.to_string(),
@@ -514,7 +514,15 @@ pub async fn probe_results_if_probe<T: Transport>(
         })
         .await?
         .into_inner();
-    Ok(Some(render_probe(&r)))
+    Ok(Some(r))
+}
+
+/// The results table of a probe job, or `None` if the job is a benchmark.
+pub async fn probe_results_if_probe<T: Transport>(
+    client: &mut ControlClient<T>,
+    job_id: &str,
+) -> Result<Option<String>, CliError> {
+    Ok(probe_job(client, job_id).await?.map(|r| render_probe(&r)))
 }
 
 pub fn render_probe(r: &ProbeResultsResponse) -> String {

@@ -13,7 +13,7 @@ use blocklab_proto::v1::{
 };
 use futures::future::join_all;
 
-use crate::catalog::{RunOutcome, RunRecord, ServerRecord};
+use crate::catalog::{RunChoices, RunOutcome, RunRecord, ServerRecord};
 use crate::fleet::{CallError, HostSession};
 use crate::scheduler::{Scheduler, SchedulerError, build_options};
 use crate::spec::{Cell, Spec};
@@ -303,11 +303,31 @@ impl Scheduler {
             }
         }
         let after = self.snapshot(agent, run_id, attempt, false).await?;
+        let checkpoint = RunChoices {
+            checkpoint_before: Some(before.checkpoint_done),
+            ..RunChoices::default()
+        };
+        let _ = self
+            .catalog
+            .record_run_choices(run_id, attempt, &checkpoint)
+            .await;
+        if !before.postmaster_start_time.is_empty()
+            && before.postmaster_start_time != after.postmaster_start_time
+        {
+            return Err(fail(
+                "measuring",
+                format!(
+                    "the server restarted during the measured window (postmaster start time {} became {})",
+                    before.postmaster_start_time, after.postmaster_start_time
+                ),
+                "",
+            ));
+        }
         let _ = self.catalog.set_stage(run_id, attempt, "collecting").await;
         let merged =
             crate::merge::merge(&parts).map_err(|e| fail("collecting", e.to_string(), ""))?;
         let stats = deltas(&before, &after);
-        let suspect = suspect_reasons(&merged, &parts, workload.threads, &before, &after, &stats);
+        let suspect = suspect_reasons(&merged, &parts, workload.threads, &stats);
         let shares = workers
             .iter()
             .zip(&shares)
@@ -380,6 +400,17 @@ impl Scheduler {
         };
         self.catalog
             .record_server(run_id, attempt, &record)
+            .await
+            .map_err(|e| fail("starting", e.to_string(), ""))?;
+        let choices = RunChoices {
+            os_cache_dropped: Some(server.os_cache_dropped),
+            wal_dir: Some(server.wal_dir.clone()).filter(|w| !w.is_empty()),
+            postmaster_start_time: Some(server.postmaster_start_time.clone())
+                .filter(|t| !t.is_empty()),
+            ..RunChoices::default()
+        };
+        self.catalog
+            .record_run_choices(run_id, attempt, &choices)
             .await
             .map_err(|e| fail("starting", e.to_string(), ""))?;
         self.changed(job_id);
@@ -469,8 +500,6 @@ fn suspect_reasons(
     merged: &RunLoadResult,
     parts: &[RunLoadResult],
     threads: u32,
-    before: &SnapshotStatsResult,
-    after: &SnapshotStatsResult,
     stats: &[(String, f64)],
 ) -> Vec<String> {
     let mut out = Vec::new();
@@ -486,11 +515,6 @@ fn suspect_reasons(
         + stat("checkpointer.num_requested");
     if checkpoints > 0.0 {
         out.push("checkpoint in measured window".to_string());
-    }
-    if !before.postmaster_start_time.is_empty()
-        && before.postmaster_start_time != after.postmaster_start_time
-    {
-        out.push("server restarted".to_string());
     }
     let saturated = parts.iter().any(|p| {
         let cpu = p.client_cpu_user_s + p.client_cpu_system_s;

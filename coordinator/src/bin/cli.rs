@@ -120,7 +120,7 @@ faster/slower (higher tps, lower latency is faster) when p < 0.05 and the CI exc
 'no significant difference' otherwise, 'insufficient data' when either side has fewer than 2 runs.
 
 Suspect runs: a run is suspect when the coordinator flagged it (a checkpoint in the measured \
-window, a server restart, client CPU saturated, errors). Suspect runs are shown and counted, and \
+window, client CPU saturated, errors). Suspect runs are shown and counted, and \
 excluded from a cell's statistics, unless excluding them would leave the cell with fewer than 2 \
 runs: then all the cell's runs are used and the cell is marked (\"included\").";
 
@@ -258,10 +258,13 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             metric,
         } => {
             let mut client = connect().await?;
-            let export = export(&mut client, job_id, metric).await?;
             std::fs::create_dir_all(&out)
                 .with_context(|| format!("--out: cannot create {}", out.display()))?;
-            for chart in report::plot::charts(&export) {
+            let charts = match cli::probe_job(&mut client, &job_id).await? {
+                Some(probe) => report::probe_plot::probe_charts(&probe),
+                None => report::plot::charts(&export(&mut client, job_id, metric).await?),
+            };
+            for chart in charts {
                 let path = out.join(&chart.file_name);
                 std::fs::write(&path, &chart.svg)
                     .with_context(|| format!("--out: cannot write {}", path.display()))?;

@@ -15,6 +15,7 @@ use crate::stats::{Metric, StatsError};
 pub mod analysis;
 pub mod html;
 pub mod plot;
+pub mod probe_plot;
 pub mod query;
 pub mod render;
 

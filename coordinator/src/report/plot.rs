@@ -24,7 +24,7 @@ const LEFT: f64 = 80.0;
 const RIGHT: f64 = 210.0;
 const TOP: f64 = 40.0;
 const BOTTOM: f64 = 60.0;
-const COLORS: [&str; 8] = [
+pub(super) const COLORS: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
 ];
 
@@ -67,24 +67,24 @@ fn tick_label(v: f64) -> String {
 }
 
 /// Plot area with data ranges; maps data to pixels.
-struct Frame {
-    x: (f64, f64),
-    y: (f64, f64),
+pub(super) struct Frame {
+    pub(super) x: (f64, f64),
+    pub(super) y: (f64, f64),
 }
 
 impl Frame {
-    fn px(&self, x: f64) -> f64 {
+    pub(super) fn px(&self, x: f64) -> f64 {
         let (a, b) = self.x;
         LEFT + if b > a { (x - a) / (b - a) } else { 0.5 } * (W - LEFT - RIGHT)
     }
-    fn py(&self, y: f64) -> f64 {
+    pub(super) fn py(&self, y: f64) -> f64 {
         let (a, b) = self.y;
         H - BOTTOM - if b > a { (y - a) / (b - a) } else { 0.5 } * (H - TOP - BOTTOM)
     }
 }
 
 /// Opens an SVG with a title, the axes, y ticks and axis labels; x ticks are given.
-fn open(
+pub(super) fn open(
     out: &mut String,
     kind: &str,
     title: &str,
@@ -135,7 +135,7 @@ fn open(
     );
 }
 
-fn legend(out: &mut String, i: usize, label: &str, dashed: bool) {
+pub(super) fn legend(out: &mut String, i: usize, label: &str, dashed: bool) {
     let y = TOP + 8.0 + 18.0 * i as f64;
     let x = W - RIGHT + 16.0;
     let _ = write!(

@@ -173,3 +173,56 @@ async fn bad_specs_are_refused_and_nothing_is_stored() {
 fn uuid_like() -> String {
     "00000000-0000-4000-8000-000000000000".to_string()
 }
+
+#[tokio::test]
+async fn a_shuffled_job_stores_its_seed_and_order() {
+    let (mut client, dir, _stop) = start().await;
+    let text = GOOD.replace("repetitions = 3", "repetitions = 4\norder = \"shuffled\"");
+    let ok = client
+        .submit_job(SubmitJobRequest {
+            spec_toml: text.clone(),
+        })
+        .await
+        .expect("accepted")
+        .into_inner();
+    let out = std::process::Command::new("sqlite3")
+        .arg(dir.path().join("catalog.db"))
+        .arg(format!(
+            "SELECT seed, run_order FROM jobs WHERE job_id = '{}';",
+            ok.job_id
+        ))
+        .output()
+        .expect("sqlite3");
+    let row = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let (seed, order) = row.split_once('|').expect("seed|order");
+    let seed: u64 = seed.parse().expect("a seed is stored");
+    assert_eq!(order, format!("shuffled(seed={seed})"));
+    // The stored run order is the one the seed reproduces.
+    let plan = blocklab_coordinator::spec::Spec::parse_with_seed(&text, Some(seed))
+        .expect("valid")
+        .plan();
+    let job = client
+        .get_job(GetJobRequest {
+            job_id: ok.job_id,
+            ..Default::default()
+        })
+        .await
+        .expect("job")
+        .into_inner();
+    let stored: Vec<(u32, u32)> = job
+        .runs
+        .iter()
+        .map(|r| (r.cell_index, r.repetition))
+        .collect();
+    let planned: Vec<(u32, u32)> = plan
+        .runs
+        .iter()
+        .map(|r| (r.cell_index, r.repetition))
+        .collect();
+    assert_eq!(stored, planned);
+    let interleaved: Vec<(u32, u32)> = (0..4).flat_map(|r| (0..2).map(move |c| (c, r))).collect();
+    assert_ne!(
+        stored, interleaved,
+        "8 runs shuffled are (almost surely) not interleaved"
+    );
+}

@@ -165,5 +165,31 @@ fsync_writes = 20
             .filter(|r| r.get::<String, _>("mode") == "read-buffered")
             .all(|r| r.get::<f64, _>("mb_per_s") > 0.0)
     );
+    // The probe's charts.
+    let plots = lab.dir.path().join("probe-plots");
+    let out = std::process::Command::new(blocklab_tests::binary("blocklab"))
+        .args([
+            "--coordinator",
+            &lab.addr,
+            "plot",
+            &probe_job,
+            "--out",
+            plots.to_str().expect("path"),
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("blocklab plot");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read =
+        std::fs::read_to_string(plots.join("probe-read-throughput.svg")).expect("read chart");
+    assert!(
+        read.contains("data read-buffered") && read.contains("wal read-buffered"),
+        "series per target and mode"
+    );
+    assert!(plots.join("probe-fdatasync-latency.svg").is_file());
     lab.shutdown().await;
 }

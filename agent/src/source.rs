@@ -70,13 +70,15 @@ pub async fn prepare(
             }
             let name = path.file_name().unwrap_or_default().to_string_lossy();
             let hint = version_hint(&name);
-            unpack_cached(cache, &digest, &source.describe(), path, None, hint).await
+            let tree = unpack_cached(cache, &digest, &source.describe(), path, None, hint).await?;
+            Ok(named_by_version(tree))
         }
         Source::Url { url, sha256 } => {
             let file = download_cached(cache, url, sha256, progress).await?;
             let name = url.split(['?', '#']).next().unwrap_or(url);
             let hint = version_hint(name);
-            unpack_cached(cache, sha256, url, &file, None, hint).await
+            let tree = unpack_cached(cache, sha256, url, &file, None, hint).await?;
+            Ok(named_by_version(tree))
         }
         Source::Git { url, git_ref } => {
             say(format!("fetching {url} {git_ref}")).await;
@@ -118,6 +120,15 @@ pub async fn prepare(
             Ok(tree)
         }
     }
+}
+
+/// Names the build key by the version the tree declares, not by the file it came in, so one
+/// source under two file names shares its builds.
+fn named_by_version(mut tree: SourceTree) -> SourceTree {
+    if !tree.version.is_empty() {
+        tree.version_hint = tree.version.clone();
+    }
+    tree
 }
 
 /// Where the mirror of a git URL lives.

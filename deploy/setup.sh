@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what blocklab's demo and tests need on Debian, idempotently:
-#   - apt packages (compiler toolchain for PostgreSQL, sqlite3, iproute2, PostgreSQL client tools)
+#   - apt packages (compiler toolchain for PostgreSQL, sqlite3, iproute2, PostgreSQL client tools,
+#     chromium for the dashboard test in headless mode)
 #   - the unprivileged OS user that runs initdb/postgres ("blocklab")
 #   - the PostgreSQL 15 release tarball, from Debian's source package (works offline from
 #     the Debian mirror), cached under /var/cache/blocklab/src
@@ -20,7 +21,8 @@ fi
 
 need_pkgs=()
 for pkg in build-essential pkg-config libreadline-dev zlib1g-dev bzip2 ca-certificates \
-           sqlite3 iproute2 procps time postgresql-15 postgresql-client-15 dpkg-dev; do
+           sqlite3 iproute2 procps time postgresql-15 postgresql-client-15 dpkg-dev \
+           chromium curl; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$pkg")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then

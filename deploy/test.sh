@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . deploy/setup.sh
+# Incremental compilation only costs disk in a one-shot run.
+export CARGO_INCREMENTAL=0
 
 cargo fmt --all -- --check
 cargo clippy --locked --workspace --all-targets -- -D warnings

@@ -139,6 +139,7 @@ impl BuildCache {
 
         if let Some(m) = read_marker(&prefix) {
             tracing::info!(key = %key, "reusing cached build");
+            crate::metrics::BUILDS_REUSED.inc();
             let b = in_use(&m, true).await;
             drop(lock);
             return b;
@@ -173,6 +174,7 @@ impl BuildCache {
         };
         write_marker(&prefix, &marker)?;
         tracing::info!(key = %key, seconds = marker.build_seconds, "build complete");
+        crate::metrics::BUILDS_MADE.inc();
         let b = in_use(&marker, false).await;
         drop(lock);
         b

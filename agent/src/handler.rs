@@ -221,6 +221,7 @@ impl AgentHandler {
         };
         let data_dir = c.data_dir.display().to_string();
         self.lock().clusters.insert(run_id.to_string(), c);
+        self.count_clusters();
         let os_cache_dropped = if task.drop_os_cache {
             progress
                 .stage(STAGE_STARTING, "dropping the OS page cache")
@@ -249,6 +250,7 @@ impl AgentHandler {
     pub async fn stop_server(&self, run_id: &str) -> Result<StopServerResult, AgentError> {
         cluster::validate_run_id(run_id)?;
         let tracked = self.lock().clusters.remove(run_id);
+        self.count_clusters();
         match tracked {
             Some(c) => cluster::stop(&c).await?,
             None => cluster::stop_untracked(&self.run_dir(run_id), &self.wal_dir(run_id)).await?,
@@ -257,6 +259,11 @@ impl AgentHandler {
         Ok(StopServerResult {
             removed: !self.run_dir(run_id).exists(),
         })
+    }
+
+    fn count_clusters(&self) {
+        let n = self.lock().clusters.len();
+        crate::metrics::CLUSTERS_RUNNING.set(n as u64);
     }
 
     /// Run ids of the clusters currently running.
@@ -269,6 +276,7 @@ impl AgentHandler {
     /// Stops and removes every cluster this agent runs.
     pub async fn stop_all(&self) {
         let clusters: Vec<Cluster> = self.lock().clusters.drain().map(|(_, c)| c).collect();
+        self.count_clusters();
         for c in clusters {
             if let Err(e) = cluster::stop(&c).await {
                 tracing::warn!(run_id = %c.run_id, error = %e, "could not stop cluster");

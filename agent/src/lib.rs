@@ -10,6 +10,7 @@ pub mod error;
 pub mod facts;
 pub mod fsutil;
 pub mod handler;
+pub mod metrics;
 pub mod options;
 pub mod probe;
 pub mod process;

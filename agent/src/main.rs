@@ -5,9 +5,8 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use blocklab_agent::{AgentConfig, serve};
 use blocklab_proto::security::{ClientTls, FLEET_TOKEN_ENV, resolve_token};
-use clap::Parser;
 
-#[derive(Parser, Debug)]
+#[derive(clap::Parser, Debug)]
 #[command(
     name = "blocklab-agent",
     version,
@@ -18,15 +17,16 @@ struct Args {
     #[arg(long, env = "BLOCKLAB_COORDINATOR", default_value = blocklab_proto::DEFAULT_COORDINATOR)]
     coordinator: String,
     /// Host id reported to the coordinator (default: hostname).
-    #[arg(long)]
+    #[arg(long, env = "BLOCKLAB_HOST_ID")]
     host_id: Option<String>,
     /// Comma-separated labels, e.g. nvme,lab1.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, env = "BLOCKLAB_LABELS", value_delimiter = ',')]
     labels: Vec<String>,
     /// IP address PostgreSQL listens on and clients connect to.
-    #[arg(long, default_value = "127.0.0.1")]
+    #[arg(long, env = "BLOCKLAB_ADVERTISE_ADDR", default_value = "127.0.0.1")]
     advertise_addr: String,
-    #[arg(long, default_value = blocklab_agent::DEFAULT_WORK_DIR)]
+    /// Agent state directory (default for the data, WAL and build roots).
+    #[arg(long, env = "BLOCKLAB_WORK_DIR", default_value = blocklab_agent::DEFAULT_WORK_DIR)]
     work_dir: PathBuf,
     /// Where run directories (data directory, server log) go (default WORK_DIR/runs).
     #[arg(long, env = "BLOCKLAB_DATA_ROOT")]
@@ -38,16 +38,17 @@ struct Args {
     /// removed after a new build (default: no cap).
     #[arg(long, env = "BLOCKLAB_BUILD_CACHE_MAX_BYTES")]
     build_cache_max_bytes: Option<u64>,
+    /// PostgreSQL build cache directory.
     #[arg(long, env = "BLOCKLAB_BUILD_CACHE", default_value = blocklab_agent::DEFAULT_BUILD_CACHE)]
     build_cache: PathBuf,
     /// OS user that runs initdb/postgres (default: blocklab as root, else the current user).
     #[arg(long, env = "BLOCKLAB_PG_USER")]
     pg_user: Option<String>,
     /// Inclusive port range for clusters, e.g. 54320-54399.
-    #[arg(long, default_value = "54320-54399")]
+    #[arg(long, env = "BLOCKLAB_PORT_RANGE", default_value = "54320-54399")]
     port_range: String,
     /// Parallel make jobs (default: number of cores).
-    #[arg(long)]
+    #[arg(long, env = "BLOCKLAB_MAKE_JOBS")]
     make_jobs: Option<usize>,
     /// CA certificate (PEM) to verify the coordinator's TLS certificate; turns on https.
     #[arg(long, env = "BLOCKLAB_CA_CERT")]
@@ -55,6 +56,17 @@ struct Args {
     /// File holding the fleet join token (else the BLOCKLAB_FLEET_TOKEN variable, if set).
     #[arg(long, env = "BLOCKLAB_FLEET_TOKEN_FILE")]
     token_file: Option<PathBuf>,
+    /// Serve Prometheus-style metrics at http://ADDR/metrics (e.g. 127.0.0.1:7402); off
+    /// unless set.
+    #[arg(long, env = "BLOCKLAB_METRICS_LISTEN")]
+    metrics_listen: Option<String>,
+    /// TOML configuration file: keys are the long flags in snake_case (see
+    /// --print-default-config); flags and environment variables override it.
+    #[arg(long, env = "BLOCKLAB_AGENT_CONFIG")]
+    config: Option<PathBuf>,
+    /// Print a commented configuration file with every default, and exit.
+    #[arg(long)]
+    print_default_config: bool,
 }
 
 fn parse_port_range(s: &str) -> anyhow::Result<(u16, u16)> {
@@ -100,7 +112,12 @@ async fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
-    let args = Args::parse();
+    let args: Args = blocklab_proto::config::parse_or_exit(None);
+    if let Some(addr) = &args.metrics_listen {
+        blocklab_proto::metrics::spawn(addr, std::sync::Arc::new(blocklab_agent::metrics::render))
+            .await
+            .with_context(|| format!("--metrics-listen {addr}"))?;
+    }
     let mut config = AgentConfig::default_for(&args.coordinator);
     if let Some(h) = args.host_id {
         config.host_id = h;
@@ -144,5 +161,38 @@ mod tests {
         assert!(parse_port_range("5-1").is_err());
         assert!(parse_port_range("0-10").is_err());
         assert!(parse_port_range("54320").is_err());
+    }
+
+    #[test]
+    fn default_config_parses_back_to_the_defaults() {
+        use clap::CommandFactory;
+        let text = blocklab_proto::config::default_config(&Args::command());
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("blocklab-agent.toml");
+        std::fs::write(&path, &text).expect("write");
+        let argv = |extra: &[&str]| -> Vec<std::ffi::OsString> {
+            ["blocklab-agent"]
+                .iter()
+                .chain(extra)
+                .map(Into::into)
+                .collect()
+        };
+        let with: Args = blocklab_proto::config::parse_with_config(
+            argv(&["--config", path.to_str().expect("utf-8")]),
+            None,
+        )
+        .expect("default config parses");
+        let without: Args =
+            blocklab_proto::config::parse_with_config(argv(&[]), None).expect("no config");
+        let strip = |s: String| s.replace(&format!("Some({:?})", path), "None");
+        assert_eq!(strip(format!("{with:?}")), format!("{without:?}"));
+        std::fs::write(&path, "no_such_key = 1\n").expect("write");
+        let e = blocklab_proto::config::parse_with_config::<Args>(
+            argv(&["--config", path.to_str().expect("utf-8")]),
+            None,
+        )
+        .expect_err("unknown key")
+        .to_string();
+        assert!(e.contains("unknown key `no_such_key`"), "{e}");
     }
 }

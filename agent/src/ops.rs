@@ -128,7 +128,8 @@ fn fs_of(dir: &std::path::Path) -> Option<crate::facts::FsFacts> {
     crate::facts::fs_facts(dir, &mounts)
 }
 
-/// Refuses a probe file that would leave less than 10% of the filesystem free.
+/// Refuses a probe file that would leave less than 1 GiB (or 5% of a small filesystem) free:
+/// the probe must not fill the disk PostgreSQL lives on.
 fn check_space(dir: &std::path::Path, size: u64) -> Result<(), AgentError> {
     std::fs::create_dir_all(dir)
         .map_err(|e| AgentError::io(format!("create {}", dir.display()), e))?;
@@ -136,11 +137,12 @@ fn check_space(dir: &std::path::Path, size: u64) -> Result<(), AgentError> {
         .map_err(|e| AgentError::io(format!("statvfs {}", dir.display()), e.into()))?;
     let avail = st.blocks_available() * st.fragment_size();
     let total = st.blocks() * st.fragment_size();
-    if size.saturating_add(total / 10) > avail {
+    let reserve = (total / 20).min(1 << 30);
+    if size.saturating_add(reserve) > avail {
         return Err(AgentError::invalid(
             "file_size_bytes",
             format!(
-                "{size} bytes would leave less than 10% free in {} ({avail} bytes available)",
+                "{size} bytes would leave less than {reserve} bytes free in {} ({avail} bytes available)",
                 dir.display()
             ),
         ));

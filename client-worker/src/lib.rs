@@ -15,6 +15,7 @@ pub mod facts;
 pub mod fuzzing;
 pub mod init;
 pub mod load;
+pub mod metrics;
 pub mod parse;
 pub mod plan;
 pub mod prng;

@@ -4,19 +4,20 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use blocklab_proto::config::{ConfigError, parse_with_config};
 use blocklab_worker::init::{InitOptions, PartitionMethod};
 use blocklab_worker::plan::split_weight;
 use blocklab_worker::{Builtin, LoadOptions, Protocol, ScriptSpec, WorkerConfig, WorkerError};
 use clap::{Args, Parser, Subcommand};
 
-#[derive(Parser)]
+#[derive(Parser, Debug)]
 #[command(name = "blocklab-worker", version, about = "blocklab load generator")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
-#[derive(Subcommand)]
+#[derive(Subcommand, Debug)]
 enum Command {
     /// Attach to the coordinator and run the tasks it assigns.
     Serve(ServeArgs),
@@ -26,15 +27,18 @@ enum Command {
     Bench(BenchArgs),
 }
 
-#[derive(Args)]
+#[derive(Args, Debug)]
 struct ServeArgs {
+    /// Coordinator address (URL or host:port).
     #[arg(long, env = "BLOCKLAB_COORDINATOR", default_value = blocklab_proto::DEFAULT_COORDINATOR)]
     coordinator: String,
+    /// Host id reported to the coordinator (default: hostname).
     #[arg(long, env = "BLOCKLAB_HOST_ID")]
     host_id: Option<String>,
     /// Comma-separated labels.
     #[arg(long, env = "BLOCKLAB_LABELS", value_delimiter = ',')]
     labels: Vec<String>,
+    /// Address the coordinator and the database hosts know this worker by.
     #[arg(long, env = "BLOCKLAB_ADVERTISE_ADDR")]
     advertise_addr: Option<String>,
     /// CA certificate (PEM) to verify the coordinator's TLS certificate; turns on https.
@@ -43,9 +47,20 @@ struct ServeArgs {
     /// File holding the fleet join token (else the BLOCKLAB_FLEET_TOKEN variable, if set).
     #[arg(long, env = "BLOCKLAB_FLEET_TOKEN_FILE")]
     token_file: Option<std::path::PathBuf>,
+    /// Serve Prometheus-style metrics at http://ADDR/metrics (e.g. 127.0.0.1:7403); off
+    /// unless set.
+    #[arg(long, env = "BLOCKLAB_METRICS_LISTEN")]
+    metrics_listen: Option<String>,
+    /// TOML configuration file: keys are the long flags in snake_case (see
+    /// --print-default-config); flags and environment variables override it.
+    #[arg(long, env = "BLOCKLAB_WORKER_CONFIG")]
+    config: Option<std::path::PathBuf>,
+    /// Print a commented configuration file with every default, and exit.
+    #[arg(long)]
+    print_default_config: bool,
 }
 
-#[derive(Args)]
+#[derive(Args, Debug)]
 struct InitArgs {
     #[arg(short = 's', long, default_value_t = 1)]
     scale: u32,
@@ -68,7 +83,7 @@ struct InitArgs {
     conninfo: String,
 }
 
-#[derive(Args)]
+#[derive(Args, Debug)]
 struct BenchArgs {
     #[arg(short = 'c', long = "client", default_value_t = 1)]
     clients: u32,
@@ -135,15 +150,20 @@ struct BenchArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    // `serve` reads --config FILE; flags and environment variables override it.
+    let cli = match parse_with_config::<Cli>(std::env::args_os().collect(), Some("serve")) {
         Ok(c) => c,
-        Err(e) => {
+        Err(ConfigError::Clap(e)) => {
             let _ = e.print();
             return if e.use_stderr() {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS
             };
+        }
+        Err(e) => {
+            eprintln!("blocklab-worker: error: {e}");
+            return ExitCode::from(2);
         }
     };
     tracing_subscriber::fmt()
@@ -179,6 +199,13 @@ fn fail(code: u8, e: &WorkerError) -> ExitCode {
 }
 
 async fn serve(a: ServeArgs) -> ExitCode {
+    if let Some(addr) = &a.metrics_listen {
+        let render = std::sync::Arc::new(blocklab_worker::metrics::render);
+        if let Err(e) = blocklab_proto::metrics::spawn(addr, render).await {
+            eprintln!("blocklab-worker: error: --metrics-listen {addr}: {e}");
+            return ExitCode::from(1);
+        }
+    }
     let mut config = WorkerConfig::default_for(&a.coordinator);
     if let Some(h) = a.host_id {
         config.host_id = h;
@@ -365,3 +392,7 @@ async fn bench(a: BenchArgs) -> ExitCode {
     }
     ExitCode::SUCCESS
 }
+
+#[cfg(test)]
+#[path = "main_config_tests.rs"]
+mod config_tests;

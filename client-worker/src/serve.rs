@@ -136,6 +136,7 @@ impl WorkerHandler {
         t: &blocklab_proto::RunLoadTask,
         progress: &ProgressSink,
     ) -> task_result::Outcome {
+        crate::metrics::LOADS_RUN.inc();
         let opts = match LoadOptions::from_task(t) {
             Ok(o) => o,
             Err(e) => return task_error("measuring", e.to_string(), ""),

@@ -174,7 +174,13 @@ pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
     out
 }
 
+/// `blocklab jobs`.
 pub fn render_jobs(jobs: &[JobSummary]) -> String {
+    jobs_table(jobs).to_string()
+}
+
+/// The jobs listing as a table (rendered in any `--format` by `cli_listings`).
+pub fn jobs_table(jobs: &[JobSummary]) -> Table {
     let mut t = table(&[
         "job",
         "name",
@@ -195,7 +201,7 @@ pub fn render_jobs(jobs: &[JobSummary]) -> String {
             j.created_at.clone(),
         ]);
     }
-    t.to_string()
+    t
 }
 
 fn size(bytes: u32) -> String {
@@ -272,7 +278,13 @@ pub fn render_job(job: &GetJobResponse) -> String {
     out
 }
 
+/// `blocklab hosts`.
 pub fn render_hosts(hosts: &[HostInfo]) -> String {
+    hosts_table(hosts).to_string()
+}
+
+/// The hosts listing as a table.
+pub fn hosts_table(hosts: &[HostInfo]) -> Table {
     let mut t = table(&[
         "host",
         "role",
@@ -313,7 +325,7 @@ pub fn render_hosts(hosts: &[HostInfo]) -> String {
             h.last_seen.clone(),
         ]);
     }
-    t.to_string()
+    t
 }
 
 /// Follows a job until it finishes, printing one line per change.
@@ -458,7 +470,13 @@ pub fn render_host_facts(hosts: &[HostInfo]) -> String {
     out
 }
 
+/// `blocklab builds`.
 pub fn render_builds(builds: &[AgentBuild]) -> String {
+    builds_table(builds).to_string()
+}
+
+/// The builds listing as a table.
+pub fn builds_table(builds: &[AgentBuild]) -> Table {
     let mut t = table(&[
         "host",
         "build key",
@@ -490,7 +508,7 @@ pub fn render_builds(builds: &[AgentBuild]) -> String {
             b.last_used_at.clone(),
         ]);
     }
-    t.to_string()
+    t
 }
 
 /// A probe job's results, or `None` if the job is a benchmark.

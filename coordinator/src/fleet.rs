@@ -158,6 +158,9 @@ impl HostSession {
     }
 
     fn deliver(&self, result: TaskResult) {
+        if matches!(result.outcome, Some(task_result::Outcome::Error(_))) {
+            crate::metrics::TASK_ERRORS.inc();
+        }
         let mut pending = self.lock_pending();
         let current = pending
             .get(&result.task_id)
@@ -191,6 +194,8 @@ pub struct Registry {
     pub liveness: Liveness,
     pub changed: tokio::sync::Notify,
     pub progress: tokio::sync::broadcast::Sender<ProgressEvent>,
+    /// Turns true when the coordinator shuts down: every host stream ends.
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 impl Registry {
@@ -200,8 +205,17 @@ impl Registry {
             next_generation: Mutex::new(0),
             liveness,
             changed: tokio::sync::Notify::new(),
+            closing: tokio::sync::watch::channel(false).0,
             progress: tokio::sync::broadcast::channel(256).0,
         })
+    }
+
+    /// Ends every host's stream (at shutdown) so connections can close.
+    pub fn close_all(&self) {
+        let _ = self.closing.send(true);
+        for s in self.lock().values() {
+            s.close();
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<HostSession>>> {
@@ -396,6 +410,7 @@ impl Fleet for FleetService {
                 session.seen();
                 match msg.kind {
                     Some(host_message::Kind::Heartbeat(_)) => {
+                        crate::metrics::HEARTBEATS_RECEIVED.inc();
                         if last_persist.elapsed() > Duration::from_secs(10) {
                             last_persist = Instant::now();
                             let _ = catalog.touch_host(&session.host_id).await;
@@ -418,8 +433,13 @@ impl Fleet for FleetService {
             let _ = catalog.touch_host(&session.host_id).await;
             registry.remove(&session.host_id, session.generation);
         });
-        Ok(Response::new(Box::pin(
+        let mut closing = self.registry.closing.subscribe();
+        let stream = futures::StreamExt::take_until(
             tokio_stream::wrappers::ReceiverStream::new(rx),
-        )))
+            Box::pin(async move {
+                let _ = closing.wait_for(|c| *c).await;
+            }),
+        );
+        Ok(Response::new(Box::pin(stream)))
     }
 }

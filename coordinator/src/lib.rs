@@ -12,16 +12,23 @@ use tonic::service::interceptor::InterceptedService;
 
 pub mod catalog;
 pub mod cli;
+pub mod cli_listings;
+pub mod cli_progress;
 pub mod control;
+pub mod dashboard;
 pub mod fleet;
 pub mod listen;
 pub mod merge;
+pub mod metrics;
 mod probe;
 pub mod report;
 mod run;
 pub mod scheduler;
 pub mod spec;
 pub mod stats;
+
+/// How long a shutdown waits for open connections to close before it stops anyway.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// How the coordinator runs.
 #[derive(Debug, Clone)]
@@ -35,6 +42,9 @@ pub struct CoordinatorConfig {
     pub fleet_token: Option<Secret>,
     /// The CLI must present one of these on `Control` (`--api-token-file`); empty = open.
     pub api_tokens: Vec<Secret>,
+    /// Serve the read-only web dashboard and `/metrics` here (`--dashboard-listen`); off if
+    /// unset.
+    pub dashboard: Option<std::net::SocketAddr>,
 }
 
 impl CoordinatorConfig {
@@ -46,6 +56,7 @@ impl CoordinatorConfig {
             tls: None,
             fleet_token: None,
             api_tokens: Vec::new(),
+            dashboard: None,
         }
     }
 }
@@ -58,6 +69,11 @@ pub enum CoordinatorError {
     Transport(#[from] tonic::transport::Error),
     #[error("TLS configuration (--tls-cert, --tls-key): {0}")]
     Tls(String),
+    #[error("--dashboard-listen {addr}: {source}")]
+    Dashboard {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
 }
 
 /// Opens the catalog, resumes unfinished jobs, and serves `Control` and `Fleet` on
@@ -105,10 +121,31 @@ pub async fn serve(
         api_tokens = config.api_tokens.len(),
         "coordinator listening"
     );
+    let dashboard = match config.dashboard {
+        Some(addr) => {
+            let listener = TcpListener::bind(addr)
+                .await
+                .map_err(|source| CoordinatorError::Dashboard { addr, source })?;
+            let board = dashboard::Dashboard::new(
+                catalog.clone(),
+                registry.clone(),
+                config.catalog_path.display().to_string(),
+                &config.api_tokens,
+            );
+            Some(tokio::spawn(async move {
+                if let Err(e) = dashboard::serve(board, listener, std::future::pending()).await {
+                    tracing::error!(error = %e, "dashboard stopped");
+                }
+            }))
+        }
+        None => None,
+    };
     let control = control::ControlService {
         scheduler,
         catalog_path: config.catalog_path.display().to_string(),
     };
+    let closing_registry = registry.clone();
+    let (stopping_tx, mut stopping_rx) = tokio::sync::watch::channel(false);
     let fleet = fleet::FleetService { registry, catalog };
     let control = InterceptedService::new(
         ControlServer::new(control).max_decoding_message_size(security::CONTROL_MAX_MESSAGE_BYTES),
@@ -124,9 +161,27 @@ pub async fn serve(
         .add_service(fleet)
         .serve_with_incoming_shutdown(
             tokio_stream::wrappers::TcpListenerStream::new(listener),
-            shutdown,
-        )
-        .await;
+            async {
+                shutdown.await;
+                tracing::info!("shutting down: closing host streams");
+                closing_registry.close_all();
+                let _ = stopping_tx.send(true);
+            },
+        );
+    // Graceful, but bounded: connections still open after the grace period are dropped.
+    let result = tokio::select! {
+        r = result => r,
+        _ = async {
+            let _ = stopping_rx.wait_for(|s| *s).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => {
+            tracing::warn!(grace = ?SHUTDOWN_GRACE, "connections still open after the grace period; stopping anyway");
+            Ok(())
+        }
+    };
     reaper.abort();
+    if let Some(d) = dashboard {
+        d.abort();
+    }
     Ok(result?)
 }

@@ -217,6 +217,7 @@ async fn one_connection<H: TaskHandler>(
             if hb_tx.send(msg).await.is_err() {
                 return;
             }
+            crate::metrics::HEARTBEATS_SENT.inc();
         }
     });
 
@@ -276,7 +277,9 @@ fn spawn_task<H: TaskHandler>(task: Task, handler: Arc<H>, tx: mpsc::Sender<Host
             attempt,
         };
         let outcome = handler.handle(task, sink).await;
+        crate::metrics::TASKS_RUN.inc();
         if let task_result::Outcome::Error(e) = &outcome {
+            crate::metrics::TASKS_FAILED.inc();
             tracing::warn!(task_id = %task_id, stage = %e.stage, reason = %e.reason, "task failed");
         } else {
             tracing::info!(task_id = %task_id, "task finished");

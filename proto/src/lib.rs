@@ -7,7 +7,9 @@ pub mod v1 {
 
 pub use v1::*;
 
+pub mod config;
 pub mod fleet;
+pub mod metrics;
 pub mod security;
 
 /// Default coordinator address used by the CLI and the daemons when none is configured.

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use blocklab_coordinator::{cli, report};
+use blocklab_coordinator::{cli, cli_listings as listings, report};
 use blocklab_proto::security::{API_TOKEN_ENV, ClientAuth, ClientTls, resolve_token};
 use blocklab_proto::v1::*;
 use clap::{Parser, Subcommand};
@@ -32,6 +32,7 @@ struct Args {
 #[derive(Subcommand)]
 enum Command {
     /// Validate a spec and submit it as a job (or only print the plan with --dry-run).
+    #[command(after_help = SUBMIT_EXAMPLES)]
     Submit {
         spec: PathBuf,
         /// Validate and print the cells and runs without contacting the coordinator.
@@ -42,8 +43,13 @@ enum Command {
         watch: bool,
     },
     /// List jobs.
-    Jobs,
+    #[command(after_help = JOBS_EXAMPLES)]
+    Jobs {
+        #[command(flatten)]
+        list: ListOpts,
+    },
     /// Show a job and its runs (state, stage, failure reason); --run N details one run.
+    #[command(after_help = JOB_EXAMPLES)]
     Job {
         job_id: String,
         /// Run number (as listed) to show in detail: server statistics, settings, suspect reasons.
@@ -51,20 +57,29 @@ enum Command {
         run: Option<u32>,
     },
     /// List agents and workers, up or down.
+    #[command(after_help = HOSTS_EXAMPLES)]
     Hosts {
         /// Also print every host's facts (CPU, memory, OS, kernel, filesystems, compiler).
         #[arg(long)]
         facts: bool,
+        #[command(flatten)]
+        list: ListOpts,
     },
     /// List the PostgreSQL builds cached on every attached agent.
-    Builds,
+    #[command(after_help = BUILDS_EXAMPLES)]
+    Builds {
+        #[command(flatten)]
+        list: ListOpts,
+    },
     /// Follow a job until it finishes.
+    #[command(after_help = WATCH_EXAMPLES)]
     Watch { job_id: String },
     /// Cancel a job: its load and servers stop within seconds, its runs are marked cancelled.
+    #[command(after_help = CANCEL_EXAMPLES)]
     Cancel { job_id: String },
     /// One row per cell: proven block sizes, n, mean, stddev, CV, 95% CI, % change vs the
     /// baseline with its 95% CI, Welch's p-value, verdict, suspect runs.
-    #[command(after_long_help = RESULTS_HELP)]
+    #[command(after_help = RESULTS_EXAMPLES, after_long_help = RESULTS_LONG_HELP)]
     Results {
         job_id: String,
         #[command(flatten)]
@@ -72,7 +87,7 @@ enum Command {
     },
     /// Compare like cells of two jobs (same page sizes, clients and varied dimensions):
     /// A's cell is the baseline, B's the treatment, with the same statistics as `results`.
-    #[command(after_long_help = RESULTS_HELP)]
+    #[command(after_help = COMPARE_EXAMPLES, after_long_help = COMPARE_LONG_HELP)]
     Compare {
         job_a: String,
         job_b: String,
@@ -81,6 +96,7 @@ enum Command {
     },
     /// Write SVG charts: the metric against page size with 95% CI error bars, and per-second
     /// tps traces of every run of each cell.
+    #[command(after_help = PLOT_EXAMPLES)]
     Plot {
         job_id: String,
         /// Directory for the SVG files (created if missing).
@@ -89,8 +105,12 @@ enum Command {
         #[arg(long, default_value = "tps", value_parser = METRICS)]
         metric: String,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = COMPLETIONS_EXAMPLES)]
+    Completions { shell: clap_complete::Shell },
     /// Write one self-contained HTML report: summary, results, charts, host facts, builds,
     /// runs (order, start times, suspect reasons) and each run's effective settings.
+    #[command(after_help = REPORT_EXAMPLES)]
     Report {
         job_id: String,
         /// Output file (default: blocklab-report-<job id>.html).
@@ -100,6 +120,21 @@ enum Command {
         metric: String,
     },
 }
+
+const SUBMIT_EXAMPLES: &str = "Examples:\n  blocklab submit deploy/specs/demo.toml --dry-run\n  blocklab submit deploy/specs/demo.toml --watch\n  BLOCKLAB_COORDINATOR=lab1:7400 blocklab submit spec.toml";
+const JOBS_EXAMPLES: &str = "Examples:\n  blocklab jobs\n  blocklab jobs --format json\n  blocklab --coordinator lab1:7400 --token-file ~/.blocklab-token jobs";
+const JOB_EXAMPLES: &str =
+    "Examples:\n  blocklab job 6f1c...-uuid\n  blocklab job 6f1c...-uuid --run 3";
+const HOSTS_EXAMPLES: &str =
+    "Examples:\n  blocklab hosts\n  blocklab hosts --format csv\n  blocklab hosts --facts";
+const BUILDS_EXAMPLES: &str = "Examples:\n  blocklab builds\n  blocklab builds --format markdown";
+const WATCH_EXAMPLES: &str = "Examples:\n  blocklab watch 6f1c...-uuid\n  blocklab watch 6f1c...-uuid | tee watch.log   (plain lines when not a terminal)";
+const CANCEL_EXAMPLES: &str = "Examples:\n  blocklab cancel 6f1c...-uuid";
+const PLOT_EXAMPLES: &str = "Examples:\n  blocklab plot 6f1c...-uuid --out charts/\n  blocklab plot 6f1c...-uuid --metric latency_p99_ms --out charts/";
+const REPORT_EXAMPLES: &str = "Examples:\n  blocklab report 6f1c...-uuid\n  blocklab report 6f1c...-uuid --metric latency_p99_ms --out report.html";
+const RESULTS_EXAMPLES: &str = "Examples:\n  blocklab results 6f1c...-uuid\n  blocklab results 6f1c...-uuid --metric latency_p99_ms --format csv > p99.csv";
+const COMPARE_EXAMPLES: &str = "Examples:\n  blocklab compare 6f1c...-uuid 9a2b...-uuid\n  blocklab compare 6f1c...-uuid 9a2b...-uuid --format markdown";
+const COMPLETIONS_EXAMPLES: &str = "Examples:\n  blocklab completions bash > /etc/bash_completion.d/blocklab\n  blocklab completions zsh > ~/.zfunc/_blocklab\n  blocklab completions fish > ~/.config/fish/completions/blocklab.fish";
 
 const METRICS: [&str; 8] = [
     "tps",
@@ -112,7 +147,9 @@ const METRICS: [&str; 8] = [
     "latency_max_ms",
 ];
 
-const RESULTS_HELP: &str = "Statistics: per cell over its runs, n, mean, sample stddev, CV = stddev/mean and the \
+macro_rules! results_help {
+    () => {
+        "Statistics: per cell over its runs, n, mean, sample stddev, CV = stddev/mean and the \
 95% CI of the mean (Student t, n-1 df). Against the baseline (the cell with the baseline page sizes \
 and the same clients and other dimensions): % change of the mean with its 95% CI (Welch's CI of the \
 difference of means divided by the baseline mean), Welch's two-sided p-value, and a verdict: \
@@ -122,7 +159,25 @@ faster/slower (higher tps, lower latency is faster) when p < 0.05 and the CI exc
 Suspect runs: a run is suspect when the coordinator flagged it (a checkpoint in the measured \
 window, client CPU saturated, errors). Suspect runs are shown and counted, and \
 excluded from a cell's statistics, unless excluding them would leave the cell with fewer than 2 \
-runs: then all the cell's runs are used and the cell is marked (\"included\").";
+runs: then all the cell's runs are used and the cell is marked (\"included\")."
+    };
+}
+
+const RESULTS_LONG_HELP: &str = concat!(
+    results_help!(),
+    "\n\nExamples:\n  blocklab results 6f1c...-uuid\n  blocklab results 6f1c...-uuid --metric latency_p99_ms --format csv > p99.csv"
+);
+const COMPARE_LONG_HELP: &str = concat!(
+    results_help!(),
+    "\n\nExamples:\n  blocklab compare 6f1c...-uuid 9a2b...-uuid\n  blocklab compare 6f1c...-uuid 9a2b...-uuid --format markdown"
+);
+
+#[derive(clap::Args)]
+struct ListOpts {
+    /// Output format.
+    #[arg(long, default_value = "table", value_parser = blocklab_coordinator::report::render::FORMATS)]
+    format: String,
+}
 
 #[derive(clap::Args)]
 struct TableOpts {
@@ -176,10 +231,11 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 return finish_watch(&mut client, &r.job_id).await;
             }
         }
-        Command::Jobs => {
+        Command::Jobs { list } => {
+            let format = cli::Format::parse(&list.format)?;
             let mut client = connect().await?;
             let r = client.list_jobs(ListJobsRequest {}).await?.into_inner();
-            println!("{}", cli::render_jobs(&r.jobs));
+            print!("{}", listings::render(&cli::jobs_table(&r.jobs), format));
         }
         Command::Job { job_id, run } => {
             let mut client = connect().await?;
@@ -193,18 +249,26 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 None => println!("{}", cli::render_job(&r)),
             }
         }
-        Command::Hosts { facts } => {
+        Command::Hosts { facts, list } => {
+            let format = cli::Format::parse(&list.format)?;
+            if facts && list.format != "table" {
+                anyhow::bail!("--facts prints a table of its own; use it with --format table");
+            }
             let mut client = connect().await?;
             let r = client.list_hosts(ListHostsRequest {}).await?.into_inner();
-            println!("{}", cli::render_hosts(&r.hosts));
+            print!("{}", listings::render(&cli::hosts_table(&r.hosts), format));
             if facts {
                 println!("{}", cli::render_host_facts(&r.hosts));
             }
         }
-        Command::Builds => {
+        Command::Builds { list } => {
+            let format = cli::Format::parse(&list.format)?;
             let mut client = connect().await?;
             let r = client.list_builds(ListBuildsRequest {}).await?.into_inner();
-            println!("{}", cli::render_builds(&r.builds));
+            print!(
+                "{}",
+                listings::render(&cli::builds_table(&r.builds), format)
+            );
         }
         Command::Cancel { job_id } => {
             let mut client = connect().await?;
@@ -218,6 +282,10 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "job {job_id}: {} ({} queued runs cancelled)",
                 r.state, r.runs_cancelled
             );
+        }
+        Command::Completions { shell } => {
+            let mut cmd = <Args as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "blocklab", &mut std::io::stdout());
         }
         Command::Watch { job_id } => {
             let mut client = connect().await?;
@@ -289,7 +357,12 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 async fn finish_watch(client: &mut ControlClient, job_id: &str) -> anyhow::Result<ExitCode> {
-    let last = cli::watch(client, job_id, std::io::stdout()).await?;
+    // Progress bars on a terminal; plain lines (one per event) for pipes and logs.
+    let last = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        blocklab_coordinator::cli_progress::watch_with_bar(client, job_id).await?
+    } else {
+        cli::watch(client, job_id, std::io::stdout()).await?
+    };
     if let Some(probe) = cli::probe_results_if_probe(client, job_id).await? {
         println!("{probe}");
         return Ok(if last.is_some_and(|j| j.state == "done") {

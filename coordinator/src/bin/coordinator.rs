@@ -8,7 +8,7 @@ use blocklab_coordinator::listen::{ListenDecision, Protection, decide_listen};
 use blocklab_proto::security::{FLEET_TOKEN_ENV, ServerTls, read_token_list, resolve_token};
 use clap::Parser;
 
-#[derive(Parser)]
+#[derive(Parser, Debug)]
 #[command(
     name = "blocklab-coordinator",
     version,
@@ -26,10 +26,10 @@ struct Args {
     )]
     catalog: PathBuf,
     /// How often hosts heartbeat.
-    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "BLOCKLAB_HEARTBEAT_INTERVAL", default_value = "2s", value_parser = humantime::parse_duration)]
     heartbeat_interval: Duration,
     /// A host silent this long is down.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "BLOCKLAB_HEARTBEAT_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     heartbeat_timeout: Duration,
     /// TLS certificate chain (PEM) to serve with; needs --tls-key.
     #[arg(long, env = "BLOCKLAB_TLS_CERT", requires = "tls_key")]
@@ -46,8 +46,19 @@ struct Args {
     api_token_file: Option<PathBuf>,
     /// Serve off loopback even without TLS and tokens (anyone who can reach the port can
     /// submit jobs and attach hosts).
-    #[arg(long)]
+    #[arg(long, env = "BLOCKLAB_INSECURE")]
     insecure: bool,
+    /// Serve the read-only web dashboard and /metrics on this address (e.g. 127.0.0.1:7401);
+    /// off unless set. Off loopback it needs --api-token-file (or --insecure).
+    #[arg(long, env = "BLOCKLAB_DASHBOARD_LISTEN")]
+    dashboard_listen: Option<std::net::SocketAddr>,
+    /// TOML configuration file: keys are the long flags in snake_case (see
+    /// --print-default-config); flags and environment variables override it.
+    #[arg(long, env = "BLOCKLAB_COORDINATOR_CONFIG")]
+    config: Option<PathBuf>,
+    /// Print a commented configuration file with every default, and exit.
+    #[arg(long)]
+    print_default_config: bool,
 }
 
 #[tokio::main]
@@ -58,7 +69,7 @@ async fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let args = Args::parse();
+    let args: Args = blocklab_proto::config::parse_or_exit(None);
     if args.heartbeat_timeout <= args.heartbeat_interval {
         anyhow::bail!("--heartbeat-timeout must be longer than --heartbeat-interval");
     }
@@ -97,6 +108,18 @@ async fn main() -> anyhow::Result<()> {
             );
         }
     }
+    if let Some(addr) = args.dashboard_listen
+        && !addr.ip().is_loopback()
+        && api_tokens.is_empty()
+    {
+        if !args.insecure {
+            anyhow::bail!(
+                "--dashboard-listen {addr}: off loopback the dashboard needs --api-token-file \
+                 (or --insecure to serve it to anyone who can reach the port)"
+            );
+        }
+        tracing::warn!(%addr, "--insecure: dashboard served off loopback without a token");
+    }
     let listener = tokio::net::TcpListener::bind(addrs.as_slice())
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -107,6 +130,7 @@ async fn main() -> anyhow::Result<()> {
         tls,
         fleet_token,
         api_tokens,
+        dashboard: args.dashboard_listen,
     };
     blocklab_coordinator::serve(config, listener, shutdown_signal()).await?;
     Ok(())
@@ -119,4 +143,42 @@ async fn shutdown_signal() {
         _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
     }
     tracing::info!("shutdown requested");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_config_parses_back_to_the_defaults() {
+        use clap::CommandFactory;
+        let text = blocklab_proto::config::default_config(&Args::command());
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("blocklab-coordinator.toml");
+        std::fs::write(&path, &text).expect("write");
+        let argv = |extra: &[&str]| -> Vec<std::ffi::OsString> {
+            ["blocklab-coordinator"]
+                .iter()
+                .chain(extra)
+                .map(Into::into)
+                .collect()
+        };
+        let with: Args = blocklab_proto::config::parse_with_config(
+            argv(&["--config", path.to_str().expect("utf-8")]),
+            None,
+        )
+        .expect("default config parses");
+        let without: Args =
+            blocklab_proto::config::parse_with_config(argv(&[]), None).expect("no config");
+        let strip = |s: String| s.replace(&format!("Some({:?})", path), "None");
+        assert_eq!(strip(format!("{with:?}")), format!("{without:?}"));
+        std::fs::write(&path, "no_such_key = 1\n").expect("write");
+        let e = blocklab_proto::config::parse_with_config::<Args>(
+            argv(&["--config", path.to_str().expect("utf-8")]),
+            None,
+        )
+        .expect_err("unknown key")
+        .to_string();
+        assert!(e.contains("unknown key `no_such_key`"), "{e}");
+    }
 }

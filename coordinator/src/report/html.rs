@@ -10,14 +10,20 @@ use super::plot::{self, esc};
 use super::render::{self, table_rows};
 use crate::stats::{Metric, SUSPECT_RULE};
 
-const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222;max-width:1400px}\
+pub(crate) const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222;max-width:1400px}\
 table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:13px}\
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}\
 th{background:#f0f0f0}tr.suspect td{background:#fff4e0}td.num{text-align:right}\
 pre{background:#f7f7f7;padding:0.8em;overflow-x:auto}h2{margin-top:1.6em}\
 .charts svg{margin:0.5em 1em 0.5em 0;border:1px solid #ddd}.note{color:#555;font-size:13px}";
 
-fn table(out: &mut String, class: &str, header: &[String], rows: &[Vec<String>], marks: &[bool]) {
+pub(crate) fn table(
+    out: &mut String,
+    class: &str,
+    header: &[String],
+    rows: &[Vec<String>],
+    marks: &[bool],
+) {
     let _ = write!(out, r#"<table class="{class}"><thead><tr>"#);
     for h in header {
         let _ = write!(out, "<th>{}</th>", esc(h));
@@ -38,7 +44,7 @@ fn table(out: &mut String, class: &str, header: &[String], rows: &[Vec<String>],
     out.push_str("</tbody></table>\n");
 }
 
-fn strings(v: &[&str]) -> Vec<String> {
+pub(crate) fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 

@@ -1,0 +1,138 @@
+//! The dashboard's HTML: an index of hosts and jobs, and a page per job that is the job's
+//! `blocklab report` (results, verdicts, charts, hosts, builds, runs, settings) under a
+//! navigation bar. Pages refresh themselves while there is something running.
+
+use std::fmt::Write as _;
+
+use axum::http::StatusCode;
+use blocklab_proto::v1::JobExport;
+
+use crate::catalog::{HostRecord, JobRecord};
+use crate::report::html::{STYLE, fact_rows, strings, table};
+use crate::report::plot::esc;
+
+const NAV_STYLE: &str = "nav{margin:-1em 0 1em;padding:0.5em 0;border-bottom:1px solid #ddd}\
+nav a{margin-right:1.2em}.up{color:#1a7f37;font-weight:bold}.down{color:#b42318;font-weight:bold}\
+a.job{font-weight:bold}details summary{cursor:pointer}";
+
+fn head(out: &mut String, title: &str, refresh: bool) {
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">{}<title>{}</title>\
+         <style>{STYLE}{NAV_STYLE}</style></head><body>\n",
+        if refresh {
+            "<meta http-equiv=\"refresh\" content=\"10\">"
+        } else {
+            ""
+        },
+        esc(title)
+    );
+    out.push_str(NAV);
+}
+
+const NAV: &str = "<nav><a href=\"/\">blocklab</a><a href=\"/#hosts\">hosts</a><a href=\"/#jobs\">jobs</a>\
+     <a href=\"/metrics\">metrics</a></nav>\n";
+
+fn finished(state: &str) -> bool {
+    matches!(state, "done" | "failed" | "cancelled")
+}
+
+/// `/`: hosts (up/down, facts) and jobs (state, runs), newest job first as the catalog lists.
+pub fn index(hosts: &[HostRecord], up: &[bool], jobs: &[JobRecord], catalog_path: &str) -> String {
+    let mut out = String::new();
+    let active = jobs.iter().any(|j| !finished(&j.state));
+    head(&mut out, "blocklab dashboard", active);
+    let _ = writeln!(
+        out,
+        "<h1>blocklab dashboard</h1><p class=\"note\">catalog {}; read-only</p>",
+        esc(catalog_path)
+    );
+    let _ = writeln!(out, "<h2 id=\"hosts\">Hosts ({})</h2>", hosts.len());
+    out.push_str("<table class=\"hosts\"><thead><tr><th>host</th><th>role</th><th>status</th><th>address</th><th>labels</th><th>version</th><th>last seen</th><th>facts</th></tr></thead><tbody>");
+    for (h, up) in hosts.iter().zip(up) {
+        let (class, word) = if *up { ("up", "up") } else { ("down", "down") };
+        let mut facts = String::new();
+        table(
+            &mut facts,
+            "host-facts",
+            &strings(&["fact", "value"]),
+            &fact_rows(&h.facts_json),
+            &[],
+        );
+        let _ = write!(
+            out,
+            "<tr data-host=\"{id}\"><td>{id}</td><td>{}</td><td class=\"{class}\">{word}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><details><summary>facts</summary>{facts}</details></td></tr>",
+            esc(&h.role),
+            esc(&h.address),
+            esc(&h.labels.join(", ")),
+            esc(&h.version),
+            esc(&h.last_seen),
+            id = esc(&h.host_id),
+        );
+    }
+    out.push_str("</tbody></table>\n");
+    let _ = writeln!(out, "<h2 id=\"jobs\">Jobs ({})</h2>", jobs.len());
+    out.push_str("<table class=\"jobs\"><thead><tr><th>job</th><th>id</th><th>state</th><th>runs done / total / failed</th><th>database host</th><th>created</th><th>error</th></tr></thead><tbody>");
+    for j in jobs {
+        let _ = write!(
+            out,
+            "<tr data-job=\"{id}\" data-state=\"{state}\"><td><a class=\"job\" href=\"/jobs/{id}\">{}</a></td><td>{id}</td><td>{state}</td><td>{} / {} / {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&j.name),
+            j.runs_done,
+            j.runs_total,
+            j.runs_failed,
+            esc(j.db_host_id.as_deref().unwrap_or("")),
+            esc(&j.created_at),
+            esc(j.error.as_deref().unwrap_or("")),
+            id = esc(&j.job_id),
+            state = esc(&j.state),
+        );
+    }
+    out.push_str("</tbody></table>\n</body></html>\n");
+    out
+}
+
+/// `/jobs/{id}`: the job's report under the navigation bar.
+pub fn job(export: &JobExport) -> String {
+    let report = crate::report::html::report(export);
+    let state = export.job.as_ref().map(|j| j.state.as_str()).unwrap_or("");
+    let name = export.job.as_ref().map(|j| j.name.as_str()).unwrap_or("");
+    let mut out = String::new();
+    head(&mut out, &format!("blocklab: {name}"), !finished(state));
+    // The report's body, without its own document head.
+    let body = report
+        .split_once("<body>")
+        .map(|(_, b)| b)
+        .unwrap_or(&report);
+    out.push_str(&results_first(body.trim_start_matches('\n')));
+    out
+}
+
+/// The report with its results and charts moved above the job summary: what one opens the
+/// dashboard for comes first.
+fn results_first(body: &str) -> String {
+    let at = |m: &str| body.find(m);
+    match (
+        at("<h2 id=\"summary\">"),
+        at("<h2 id=\"results\">"),
+        at("<h2 id=\"hosts\">"),
+    ) {
+        (Some(s), Some(r), Some(h)) if s < r && r < h => {
+            [&body[..s], &body[r..h], &body[s..r], &body[h..]].concat()
+        }
+        _ => body.to_string(),
+    }
+}
+
+/// An error page (unknown job, catalog failure).
+pub fn error(status: StatusCode, message: &str) -> String {
+    let mut out = String::new();
+    head(&mut out, "blocklab dashboard", false);
+    let _ = writeln!(
+        out,
+        "<h1>{}</h1><p>{}</p></body></html>",
+        esc(&status.to_string()),
+        esc(message)
+    );
+    out
+}

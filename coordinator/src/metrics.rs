@@ -1,0 +1,72 @@
+//! The coordinator's Prometheus-style metrics, served at `/metrics` on the dashboard port:
+//! jobs and runs by state (from the catalog), hosts up (from the registry), heartbeats
+//! received and task errors (counted by the Fleet service).
+
+use blocklab_proto::metrics::{Counter, Exposition};
+use blocklab_proto::v1::Role;
+
+use crate::catalog::{Catalog, CatalogError};
+use crate::fleet::Registry;
+
+/// Heartbeats received from agents and workers.
+pub static HEARTBEATS_RECEIVED: Counter = Counter::new();
+/// Task results that carried an error outcome.
+pub static TASK_ERRORS: Counter = Counter::new();
+
+async fn by_state(catalog: &Catalog, table: &str) -> Result<Vec<(String, u64)>, CatalogError> {
+    let sql = match table {
+        "jobs" => "SELECT state, COUNT(*) FROM jobs GROUP BY state ORDER BY state",
+        _ => "SELECT state, COUNT(*) FROM runs GROUP BY state ORDER BY state",
+    };
+    let rows: Vec<(String, i64)> = sqlx::query_as(sql).fetch_all(catalog.reader()).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(s, n)| (s, u64::try_from(n).unwrap_or(0)))
+        .collect())
+}
+
+/// The whole exposition text.
+pub async fn render(catalog: &Catalog, registry: &Registry) -> Result<String, CatalogError> {
+    let jobs = by_state(catalog, "jobs").await?;
+    let runs = by_state(catalog, "runs").await?;
+    let up = registry.up();
+    let count = |role: Role| up.iter().filter(|s| s.role == role).count() as u64;
+    Ok(Exposition::new()
+        .labeled_gauge(
+            "blocklab_jobs",
+            "Jobs in the catalog by state.",
+            "state",
+            &jobs,
+        )
+        .labeled_gauge(
+            "blocklab_runs",
+            "Runs in the catalog by state.",
+            "state",
+            &runs,
+        )
+        .gauge(
+            "blocklab_hosts_up",
+            "Agents and workers attached and heartbeating.",
+            up.len() as u64,
+        )
+        .labeled_gauge(
+            "blocklab_hosts_up_by_role",
+            "Hosts up by role.",
+            "role",
+            &[
+                ("agent".into(), count(Role::Agent)),
+                ("worker".into(), count(Role::Worker)),
+            ],
+        )
+        .counter(
+            "blocklab_heartbeats_received_total",
+            "Heartbeats received from agents and workers.",
+            HEARTBEATS_RECEIVED.get(),
+        )
+        .counter(
+            "blocklab_task_errors_total",
+            "Task results that reported an error.",
+            TASK_ERRORS.get(),
+        )
+        .finish())
+}

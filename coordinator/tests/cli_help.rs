@@ -1,0 +1,143 @@
+//! `blocklab --help` and every subcommand's `--help` (with its examples) against the files in
+//! tests/snapshots/; `BLOCKLAB_UPDATE_SNAPSHOTS=1 cargo test --test cli_help` rewrites them.
+//! Also: shell completions, and the coordinator's config file handling end to end.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const SUBCOMMANDS: [&str; 12] = [
+    "submit",
+    "jobs",
+    "job",
+    "hosts",
+    "builds",
+    "watch",
+    "cancel",
+    "results",
+    "compare",
+    "plot",
+    "report",
+    "completions",
+];
+
+/// Runs a binary with a clean environment, so `[env: X=value]` in help texts is stable.
+fn run(bin: &str, args: &[&str]) -> Output {
+    Command::new(bin)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .expect("run binary")
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).expect("utf-8")
+}
+
+fn snapshot_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots")
+}
+
+#[test]
+fn help_texts_match_snapshots() {
+    let update = std::env::var_os("BLOCKLAB_UPDATE_SNAPSHOTS").is_some();
+    let mut cases = vec![("blocklab--help".to_string(), vec!["--help".to_string()])];
+    for sub in SUBCOMMANDS {
+        cases.push((
+            format!("blocklab-{sub}--help"),
+            vec![sub.into(), "--help".into()],
+        ));
+    }
+    let mut mismatched = Vec::new();
+    for (name, args) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let got = stdout(&run(env!("CARGO_BIN_EXE_blocklab"), &args));
+        if name != "blocklab--help" && name != "blocklab-completions--help" {
+            assert!(
+                got.contains("Examples:\n  blocklab "),
+                "{name} has no examples:\n{got}"
+            );
+        }
+        let path = snapshot_dir().join(format!("{name}.txt"));
+        if update {
+            std::fs::write(&path, &got).expect("write snapshot");
+            continue;
+        }
+        match std::fs::read_to_string(&path) {
+            Ok(want) if want == got => {}
+            Ok(want) => mismatched.push(format!(
+                "{}: differs\n--- want\n{want}\n--- got\n{got}",
+                path.display()
+            )),
+            Err(e) => mismatched.push(format!("{}: {e}", path.display())),
+        }
+    }
+    assert!(
+        mismatched.is_empty(),
+        "help snapshots differ (BLOCKLAB_UPDATE_SNAPSHOTS=1 rewrites them):\n{}",
+        mismatched.join("\n")
+    );
+}
+
+#[test]
+fn completions_for_each_shell() {
+    for (shell, marker) in [
+        ("bash", "complete -F _blocklab"),
+        ("zsh", "#compdef blocklab"),
+        ("fish", "complete -c blocklab"),
+    ] {
+        let text = stdout(&run(
+            env!("CARGO_BIN_EXE_blocklab"),
+            &["completions", shell],
+        ));
+        assert!(text.contains(marker), "{shell}: no {marker:?}");
+        for sub in ["submit", "watch", "results", "completions"] {
+            assert!(text.contains(sub), "{shell} completion lacks {sub}");
+        }
+    }
+    let o = run(env!("CARGO_BIN_EXE_blocklab"), &["completions", "tcsh"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("bash"));
+}
+
+#[test]
+fn coordinator_config_file() {
+    let bin = env!("CARGO_BIN_EXE_blocklab-coordinator");
+    let text = stdout(&run(bin, &["--print-default-config"]));
+    let table: toml::Table = text.parse().expect("default config is TOML");
+    assert_eq!(table["listen"].as_str(), Some("127.0.0.1:7400"));
+    assert!(text.contains("# dashboard_listen = \"\""), "{text}");
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("coordinator.toml");
+    std::fs::write(&path, format!("{text}\nlisten_port = 1\n")).expect("write");
+    let o = run(bin, &["--config", path.to_str().expect("utf-8")]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("unknown key `listen_port`"), "{err}");
+    // A flag beats the file: the file's bad heartbeat is overridden, the file's timeout used.
+    std::fs::write(
+        &path,
+        "heartbeat_interval = \"soon\"\nheartbeat_timeout = \"1s\"\ncatalog = \"/nonexistent/dir/c.db\"\n",
+    )
+    .expect("write");
+    let o = run(
+        bin,
+        &[
+            "--config",
+            path.to_str().expect("utf-8"),
+            "--heartbeat-interval",
+            "5s",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--heartbeat-timeout must be longer than --heartbeat-interval"),
+        "{err}"
+    );
+}

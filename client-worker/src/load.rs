@@ -181,7 +181,7 @@ pub async fn run_load_controlled(
         reconnect: opts.reconnect,
         transactions_per_client: opts.transactions_per_client,
         per_statement: opts.per_statement,
-        track_live: opts.progress_interval.is_some(),
+        track_live: opts.progress_interval.is_some() || opts.report_live,
         live: Live::default(),
         random_seed,
         clients: opts.clients,
@@ -291,6 +291,9 @@ pub async fn run_load_controlled(
         let plan = plan.clone();
         tokio::spawn(crate::progress::report_every(plan, window_start, every))
     });
+    let live = opts
+        .report_live
+        .then(|| tokio::spawn(crate::progress::report_live(plan.clone(), progress.clone())));
 
     let mut total = ClientStats::new(timeline.window_seconds);
     total.grow = !timed;
@@ -303,6 +306,9 @@ pub async fn run_load_controlled(
         last_finish = last_finish.max(finished);
     }
     if let Some(r) = reporter {
+        r.abort();
+    }
+    if let Some(r) = live {
         r.abort();
     }
     let cpu = CpuTimes::now().since(cpu_before);

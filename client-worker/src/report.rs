@@ -49,6 +49,8 @@ pub struct LoadOptions {
     pub progress_interval: Option<Duration>,
     /// `\shell`/`\setshell` are allowed (standalone only).
     pub allow_shell: bool,
+    /// Report the live tps of the measured window to the coordinator every second.
+    pub report_live: bool,
 }
 
 impl LoadOptions {
@@ -74,6 +76,7 @@ impl LoadOptions {
             per_statement: false,
             progress_interval: None,
             allow_shell: false,
+            report_live: false,
         }
     }
 
@@ -142,6 +145,7 @@ impl LoadOptions {
             per_statement: false,
             progress_interval: None,
             allow_shell: false,
+            report_live: true,
         })
     }
 

@@ -357,6 +357,8 @@ pub async fn watch<T: Transport>(
                         r.stage,
                         if r.state == "done" {
                             format!(" {:.1} tps", r.tps)
+                        } else if r.live_tps > 0.0 {
+                            format!(" {:.1} tps live", r.live_tps)
                         } else {
                             String::new()
                         }

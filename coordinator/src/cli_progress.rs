@@ -28,10 +28,15 @@ pub fn run_line(r: &RunInfo) -> String {
     )
 }
 
-/// The bar's message: the run in progress and its stage.
+/// The bar's message: the run in progress, its stage, and the live tps while it measures.
 pub fn stage_message(r: &RunInfo) -> String {
+    let live = if r.live_tps > 0.0 {
+        format!(", {:.1} tps now", r.live_tps)
+    } else {
+        String::new()
+    };
     format!(
-        "run {} {} rep {}: {}",
+        "run {} {} rep {}: {}{live}",
         r.sequence + 1,
         r.cell_label,
         r.repetition + 1,
@@ -105,6 +110,11 @@ mod tests {
         assert_eq!(
             stage_message(&r),
             "run 3 bs=16K wal=8K c=4 rep 1: measuring"
+        );
+        r.live_tps = 2345.67;
+        assert_eq!(
+            stage_message(&r),
+            "run 3 bs=16K wal=8K c=4 rep 1: measuring, 2345.7 tps now"
         );
         r.state = "done".into();
         r.tps = 1234.56;

@@ -93,6 +93,7 @@ fn run_info(r: &RunRecord) -> RunInfo {
         tps: r.tps.unwrap_or(0.0),
         build_key: r.build_key.clone().unwrap_or_default(),
         build_reused: r.build_reused,
+        ..Default::default()
     }
 }
 
@@ -224,6 +225,7 @@ impl Control for ControlService {
         let id = request.into_inner().job_id;
         check_job_id(&id)?;
         let catalog = self.scheduler.catalog.clone();
+        let scheduler = self.scheduler.clone();
         catalog.job(&id).await?;
         let mut events = self.scheduler.events.subscribe();
         let stream = async_stream(move |tx| async move {
@@ -236,11 +238,17 @@ impl Control for ControlService {
                         return;
                     }
                 };
-                let runs: Vec<RunInfo> = catalog
+                let mut runs: Vec<RunInfo> = catalog
                     .runs(&id)
                     .await
                     .map(|r| r.iter().map(run_info).collect())
                     .unwrap_or_default();
+                for r in runs
+                    .iter_mut()
+                    .filter(|r| r.state == "running" && r.stage == "measuring")
+                {
+                    r.live_tps = scheduler.live_tps(&r.run_id);
+                }
                 let s = summary(&job);
                 let finished = job.is_finished();
                 let prev_runs = last.as_ref().map(|(_, r)| r.clone()).unwrap_or_default();

@@ -185,6 +185,7 @@ pub struct ProgressEvent {
     pub run_id: String,
     pub attempt: u32,
     pub stage: String,
+    pub message: String,
 }
 
 /// Every attached host, shared by the Fleet service, the scheduler and Control.
@@ -423,6 +424,7 @@ impl Fleet for FleetService {
                             run_id: p.run_id,
                             attempt: p.attempt,
                             stage: p.stage,
+                            message: p.message,
                         });
                     }
                     Some(host_message::Kind::Result(r)) => session.deliver(r),

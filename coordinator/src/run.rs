@@ -140,6 +140,7 @@ impl Scheduler {
             tracing::info!(run_id, attempt, "run cancelled");
             return Ok(());
         };
+        self.clear_live(run_id);
         match agent
             .call(
                 run_id,

@@ -31,6 +31,8 @@ pub struct Scheduler {
     pub catalog: Catalog,
     pub registry: Arc<Registry>,
     pub events: broadcast::Sender<String>,
+    /// Live tps per (run, worker host) while runs measure.
+    live: std::sync::Mutex<std::collections::HashMap<(String, String), f64>>,
     /// Per running job: set to true when the job is cancelled.
     cancels: std::sync::Mutex<std::collections::HashMap<String, watch::Sender<bool>>>,
 }
@@ -42,6 +44,7 @@ impl Scheduler {
             registry,
             events: broadcast::channel(1024).0,
             cancels: std::sync::Mutex::new(std::collections::HashMap::new()),
+            live: std::sync::Mutex::new(std::collections::HashMap::new()),
         })
     }
 
@@ -51,6 +54,26 @@ impl Scheduler {
         self.cancels
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<(String, String), f64>> {
+        self.live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The live tps of a measuring run, summed over its workers (0 when none is known).
+    pub fn live_tps(&self, run_id: &str) -> f64 {
+        self.live()
+            .iter()
+            .filter(|((r, _), _)| r == run_id)
+            .map(|(_, v)| v)
+            .sum()
+    }
+
+    /// Forgets a run's live figures (when it leaves the measured window).
+    pub(crate) fn clear_live(&self, run_id: &str) {
+        self.live().retain(|(r, _), _| r != run_id);
     }
 
     /// A receiver that turns true when `job_id` is cancelled.
@@ -100,6 +123,13 @@ impl Scheduler {
         tokio::spawn(async move {
             loop {
                 match rx.recv().await {
+                    Ok(p) if p.message.starts_with("live_tps=") => {
+                        if let Ok(tps) = p.message["live_tps=".len()..].parse::<f64>() {
+                            this.live()
+                                .insert((p.run_id.clone(), p.host_id.clone()), tps);
+                            let _ = this.events.send(String::new());
+                        }
+                    }
                     Ok(p) if !p.run_id.is_empty() && p.stage != "ready" => {
                         if let Ok(true) =
                             this.catalog.set_stage(&p.run_id, p.attempt, &p.stage).await

@@ -65,6 +65,11 @@ async fn run_job(
         "job should finish: {log}\n{}",
         blocklab_coordinator::cli::render_job(&job)
     );
+    // While a run measured, watch showed its live tps (reported by the worker every second).
+    assert!(
+        log.contains("tps live"),
+        "live tps in the watch output:\n{log}"
+    );
     submitted.job_id
 }
 

@@ -10,35 +10,6 @@ use crate::error::AgentError;
 /// The database role every run uses.
 pub const DB_USER: &str = "blocklab";
 
-/// Settings the agent controls itself and a task may not override.
-const RESERVED_SETTINGS: &[&str] = &[
-    "listen_addresses",
-    "port",
-    "unix_socket_directories",
-    "data_directory",
-    "hba_file",
-    "ident_file",
-    "config_file",
-    "include",
-    "include_if_exists",
-    "include_dir",
-    "external_pid_file",
-    "unix_socket_group",
-    "unix_socket_permissions",
-    // These run shell commands or load code as the PostgreSQL user.
-    "archive_command",
-    "archive_library",
-    "restore_command",
-    "archive_cleanup_command",
-    "recovery_end_command",
-    "ssl_passphrase_command",
-    "shared_preload_libraries",
-    "session_preload_libraries",
-    "local_preload_libraries",
-    "dynamic_library_path",
-    "jit_provider",
-];
-
 /// `name` must look like a GUC name: `^[a-z_][a-z0-9_.]*$`.
 pub fn validate_setting_name(name: &str) -> Result<(), AgentError> {
     let bad = |reason: &str| AgentError::invalid(format!("setting {name:?}"), reason);
@@ -50,7 +21,7 @@ pub fn validate_setting_name(name: &str) -> Result<(), AgentError> {
     if !chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.') {
         return Err(bad("name may contain only a-z, 0-9, _ and ."));
     }
-    if RESERVED_SETTINGS.contains(&name) {
+    if blocklab_proto::RESERVED_SETTINGS.contains(&name) {
         return Err(bad("is set by the agent and may not be given"));
     }
     Ok(())

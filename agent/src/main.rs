@@ -87,23 +87,6 @@ fn parse_port_range(s: &str) -> anyhow::Result<(u16, u16)> {
     Ok((a, b))
 }
 
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot listen for SIGTERM; only SIGINT stops the agent");
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
-    tracing::info!("shutdown requested");
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -145,7 +128,7 @@ async fn main() -> anyhow::Result<()> {
         config.tls = Some(ClientTls::from_ca_file("--ca-cert", ca)?);
     }
     config.token = resolve_token("--token-file", args.token_file.as_deref(), FLEET_TOKEN_ENV)?;
-    serve(config, shutdown_signal())
+    serve(config, blocklab_proto::shutdown_signal())
         .await
         .context("blocklab-agent failed")?;
     Ok(())

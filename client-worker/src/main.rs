@@ -218,7 +218,7 @@ async fn serve(a: ServeArgs) -> ExitCode {
         eprintln!("blocklab-worker: error: {e}");
         return ExitCode::from(1);
     }
-    match blocklab_worker::serve(config, shutdown_signal()).await {
+    match blocklab_worker::serve(config, blocklab_proto::shutdown_signal()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(1, &e),
     }
@@ -236,21 +236,6 @@ fn fleet_auth(
     }
     config.token = resolve_token("--token-file", token_file, FLEET_TOKEN_ENV)?;
     Ok(())
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::warn!("cannot install signal handlers; running until killed");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!(signal = "SIGTERM", "shutting down"),
-        _ = int.recv() => tracing::info!(signal = "SIGINT", "shutting down"),
-    }
 }
 
 async fn init(a: InitArgs) -> ExitCode {

@@ -49,6 +49,51 @@ fn quote(v: &str) -> String {
     }
 }
 
+/// Resolves when the process gets SIGTERM or SIGINT: every daemon's shutdown trigger.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::warn!("cannot install signal handlers; running until killed");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!(signal = "SIGTERM", "shutdown requested"),
+        _ = int.recv() => tracing::info!(signal = "SIGINT", "shutdown requested"),
+    }
+}
+
+/// Settings a spec may not give: those the agent owns (where the server listens, its files),
+/// and those that run shell commands or load code as the PostgreSQL user.
+pub const RESERVED_SETTINGS: &[&str] = &[
+    "listen_addresses",
+    "port",
+    "unix_socket_directories",
+    "unix_socket_group",
+    "unix_socket_permissions",
+    "data_directory",
+    "hba_file",
+    "ident_file",
+    "config_file",
+    "include",
+    "include_if_exists",
+    "include_dir",
+    "external_pid_file",
+    "archive_command",
+    "archive_library",
+    "restore_command",
+    "archive_cleanup_command",
+    "recovery_end_command",
+    "ssl_passphrase_command",
+    "shared_preload_libraries",
+    "session_preload_libraries",
+    "local_preload_libraries",
+    "dynamic_library_path",
+    "jit_provider",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -132,17 +132,8 @@ async fn main() -> anyhow::Result<()> {
         api_tokens,
         dashboard: args.dashboard_listen,
     };
-    blocklab_coordinator::serve(config, listener, shutdown_signal()).await?;
+    blocklab_coordinator::serve(config, listener, blocklab_proto::shutdown_signal()).await?;
     Ok(())
-}
-
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-    }
-    tracing::info!("shutdown requested");
 }
 
 #[cfg(test)]

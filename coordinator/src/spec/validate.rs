@@ -377,7 +377,7 @@ fn validate_settings(
                 "setting names are lowercase letters, digits, '_' and '.'",
             ));
         }
-        if FORBIDDEN_SETTINGS.contains(&name.as_str()) {
+        if blocklab_proto::RESERVED_SETTINGS.contains(&name.as_str()) {
             return Err(SpecError::new(
                 field,
                 "may not be set by a spec: the agent sets it, or it runs commands or loads code on the database host",
@@ -575,35 +575,6 @@ pub fn validate_configure_flag(flag: &str) -> Result<(), String> {
     }
     Ok(())
 }
-
-/// Settings a spec may not give: those the agent owns (where the server listens, its files),
-/// and those that run shell commands or load code as the PostgreSQL user.
-const FORBIDDEN_SETTINGS: &[&str] = &[
-    "listen_addresses",
-    "port",
-    "unix_socket_directories",
-    "unix_socket_group",
-    "unix_socket_permissions",
-    "data_directory",
-    "hba_file",
-    "ident_file",
-    "config_file",
-    "include",
-    "include_if_exists",
-    "include_dir",
-    "external_pid_file",
-    "archive_command",
-    "archive_library",
-    "restore_command",
-    "archive_cleanup_command",
-    "recovery_end_command",
-    "ssl_passphrase_command",
-    "shared_preload_libraries",
-    "session_preload_libraries",
-    "local_preload_libraries",
-    "dynamic_library_path",
-    "jit_provider",
-];
 
 /// A tarball on the agent host: an absolute path of plain characters, no `..`, no `:` (GNU tar
 /// reads `host:path` as a remote archive).

@@ -52,16 +52,31 @@ async fn take(c: &Cluster, checkpoint_first: bool) -> Result<Snapshot, AgentErro
         .await
         .map_err(|e| AgentError::postgres("connect for statistics", &e))?;
     let conn = tokio::spawn(conn);
-    let res = async {
-        if checkpoint_first {
-            tokio::time::timeout(CHECKPOINT_TIMEOUT, client.batch_execute("CHECKPOINT"))
-                .await
-                .map_err(|_| AgentError::Other("CHECKPOINT timed out".into()))?
-                .map_err(|e| AgentError::postgres("CHECKPOINT", &e))?;
-        }
+    let read_now = || async {
         tokio::time::timeout(QUERY_TIMEOUT, read(&client))
             .await
             .map_err(|_| AgentError::Other("reading statistics timed out".into()))?
+    };
+    let res = async {
+        if !checkpoint_first {
+            return read_now().await;
+        }
+        let before = requested_checkpoints(&read_now().await?.0);
+        tokio::time::timeout(CHECKPOINT_TIMEOUT, client.batch_execute("CHECKPOINT"))
+            .await
+            .map_err(|_| AgentError::Other("CHECKPOINT timed out".into()))?
+            .map_err(|e| AgentError::postgres("CHECKPOINT", &e))?;
+        // The checkpointer publishes its counters just after CHECKPOINT returns; wait for
+        // them, so this checkpoint is not mistaken for one inside the measured window.
+        let mut snap = read_now().await?;
+        for _ in 0..30 {
+            if requested_checkpoints(&snap.0) > before {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            snap = read_now().await?;
+        }
+        Ok(snap)
     }
     .await;
     drop(client);
@@ -72,6 +87,14 @@ async fn take(c: &Cluster, checkpoint_first: bool) -> Result<Snapshot, AgentErro
         postmaster_start_time,
         checkpoint_done: checkpoint_first,
     })
+}
+
+/// Requested checkpoints so far (pg_stat_bgwriter before 17, pg_stat_checkpointer after).
+fn requested_checkpoints(stats: &Map<String, Value>) -> f64 {
+    ["bgwriter.checkpoints_req", "checkpointer.num_requested"]
+        .iter()
+        .filter_map(|k| stats.get(*k).and_then(Value::as_f64))
+        .sum()
 }
 
 async fn read(client: &tokio_postgres::Client) -> Result<(Map<String, Value>, String), AgentError> {

@@ -159,8 +159,11 @@ async fn statistics_move_and_a_killed_postmaster_fails_the_snapshot_with_its_log
     let _ = conn.await;
     // Backends flush their counters when they exit; poll briefly.
     let mut after = stats(&snapshot(&handler, "r1", true).await.stats_json);
+    // The checkpointer publishes its counters shortly after the CHECKPOINT returns.
     for _ in 0..50 {
-        if num(&after, "db.tup_inserted") >= num(&b, "db.tup_inserted") + 20000.0 {
+        if num(&after, "db.tup_inserted") >= num(&b, "db.tup_inserted") + 20000.0
+            && num(&after, "bgwriter.checkpoints_req") > num(&b, "bgwriter.checkpoints_req")
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;

@@ -178,6 +178,52 @@ fn toml_value(arg: &clap::Arg, v: &str) -> String {
     }
 }
 
+/// Checks a daemon's config handling, for its tests: the default config written by
+/// `default_config` parses back to exactly the arguments of no config at all, and an unknown
+/// key is refused naming it. `argv0` is the binary name and, for a subcommand, its name.
+pub fn check_default_config<P: clap::Parser + std::fmt::Debug>(
+    argv0: &[&str],
+    subcommand: Option<&str>,
+) -> Result<(), String> {
+    let mut cmd = P::command();
+    if let Some(sub) = subcommand {
+        cmd = cmd
+            .find_subcommand(sub)
+            .ok_or_else(|| format!("no subcommand {sub}"))?
+            .clone();
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let path = std::env::temp_dir().join(format!(
+        "blocklab-config-check-{}-{nanos}.toml",
+        std::process::id()
+    ));
+    let argv =
+        |extra: &[&str]| -> Vec<OsString> { argv0.iter().chain(extra).map(Into::into).collect() };
+    let with_file = argv(&["--config", &path.display().to_string()]);
+    let result = (|| {
+        std::fs::write(&path, default_config(&cmd)).map_err(|e| e.to_string())?;
+        let with: P = parse_with_config(with_file.clone(), subcommand)
+            .map_err(|e| format!("the default config does not parse: {e}"))?;
+        let without: P = parse_with_config(argv(&[]), subcommand).map_err(|e| e.to_string())?;
+        let with = format!("{with:?}").replace(&format!("Some({path:?})"), "None");
+        if with != format!("{without:?}") {
+            return Err(format!(
+                "the default config changes the arguments:\n{with}\n{without:?}"
+            ));
+        }
+        std::fs::write(&path, "no_such_key = 1\n").map_err(|e| e.to_string())?;
+        match parse_with_config::<P>(with_file.clone(), subcommand) {
+            Err(e) if e.to_string().contains("unknown key `no_such_key`") => Ok(()),
+            Err(e) => Err(format!("an unknown key gave the wrong error: {e}")),
+            Ok(_) => Err("an unknown key was accepted".into()),
+        }
+    })();
+    let _ = std::fs::remove_file(&path);
+    result
+}
+
 /// A commented TOML file of every key of `cmd` with its default; keys without a default are
 /// commented out.
 pub fn default_config(cmd: &Command) -> String {

@@ -12,6 +12,8 @@ use blocklab_proto::{
     task, task_result,
 };
 
+#[path = "maintenance.rs"]
+mod maintenance;
 #[path = "ops.rs"]
 mod ops;
 pub use ops::{ProbeReport, drop_os_cache};
@@ -33,6 +35,7 @@ pub const STAGE_STOPPING: &str = "stopping";
 pub const STAGE_MEASURING: &str = "measuring";
 /// Stage of a failed I/O probe or build listing (not part of a run's life).
 pub const STAGE_PROBING: &str = "probing";
+pub const STAGE_MAINTENANCE: &str = "maintenance";
 
 /// An error together with the run stage it happened in.
 #[derive(Debug, thiserror::Error)]
@@ -382,6 +385,12 @@ impl TaskHandler for AgentHandler {
             Some(task::Kind::ListBuilds(_)) => {
                 task_result::Outcome::ListBuilds(self.list_builds().await)
             }
+            Some(task::Kind::RunMaintenance(m)) => {
+                match self.run_maintenance(&task.run_id, &m, &progress).await {
+                    Ok(r) => task_result::Outcome::RunMaintenance(r),
+                    Err(e) => TaskFailure::at(STAGE_MAINTENANCE)(e).into_outcome(),
+                }
+            }
             Some(other) => task_error(
                 STAGE_STARTING,
                 format!("an agent does not run {} tasks", kind_name(&other)),
@@ -414,5 +423,7 @@ fn kind_name(k: &task::Kind) -> &'static str {
         task::Kind::SnapshotStats(_) => "snapshot_stats",
         task::Kind::RunProbe(_) => "run_probe",
         task::Kind::ListBuilds(_) => "list_builds",
+        task::Kind::WorkloadStep(_) => "workload_step",
+        task::Kind::RunMaintenance(_) => "run_maintenance",
     }
 }

@@ -1,6 +1,7 @@
 //! blocklab client worker: pgbench-compatible load generation over TCP, as a fleet daemon
 //! (`serve`) or directly (`init_data`, `run_load`).
 
+pub mod as3ap;
 mod client;
 pub mod conn;
 pub mod cpu;
@@ -27,6 +28,7 @@ mod shell;
 pub mod sql;
 pub mod stats;
 mod summary;
+pub mod tpcc;
 pub mod vars;
 mod worker_thread;
 

@@ -390,6 +390,8 @@ impl LoadReport {
             schedule_lag_avg_ms: self.schedule_lag_avg_ms,
             random_seed: self.random_seed,
             clients: self.clients,
+            metrics: Vec::new(),
+            txn_types: Vec::new(),
         }
     }
 }

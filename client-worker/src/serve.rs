@@ -137,9 +137,20 @@ impl WorkerHandler {
         progress: &ProgressSink,
     ) -> task_result::Outcome {
         crate::metrics::LOADS_RUN.inc();
-        let opts = match LoadOptions::from_task(t) {
-            Ok(o) => o,
-            Err(e) => return task_error("measuring", e.to_string(), ""),
+        let kind = t.workload.as_ref().map_or("", |w| w.kind.as_str());
+        let opts = match kind {
+            "" | "pgbench" => match LoadOptions::from_task(t) {
+                Ok(o) => Some(o),
+                Err(e) => return task_error("measuring", e.to_string(), ""),
+            },
+            "tpcc" | "as3ap" => None,
+            other => {
+                return task_error(
+                    "measuring",
+                    format!("workload kind {other:?} is unknown; allowed: pgbench, tpcc, as3ap"),
+                    "",
+                );
+            }
         };
         if lock(&self.cancelled).remove(task_id) {
             return task_error("measuring", "cancelled", "");
@@ -170,23 +181,73 @@ impl WorkerHandler {
                 go: None,
             });
         }
-        let res = run_load_controlled(&opts, progress, &ctl, go).await;
+        let res = match (&opts, kind) {
+            (Some(opts), _) => run_load_controlled(opts, progress, &ctl, go)
+                .await
+                .and_then(|r| {
+                    if r.transactions == 0 {
+                        Err(WorkerError::Run(format!(
+                            "no transaction succeeded ({} failed): {}",
+                            r.failures,
+                            r.first_error.as_deref().unwrap_or("no error recorded")
+                        )))
+                    } else {
+                        Ok(r.to_proto())
+                    }
+                }),
+            (None, "tpcc") => crate::tpcc::run(t, progress, &ctl, go).await,
+            (None, _) => crate::as3ap::run(t, progress, &ctl, go).await,
+        };
         *lock(&self.running) = None;
         if ctl.stop.load(std::sync::atomic::Ordering::Relaxed) {
             return task_error("measuring", "cancelled", "");
         }
         match res {
-            Ok(r) if r.transactions == 0 => task_error(
-                "measuring",
-                format!(
-                    "no transaction succeeded ({} failed): {}",
-                    r.failures,
-                    r.first_error.as_deref().unwrap_or("no error recorded")
-                ),
-                "",
-            ),
-            Ok(r) => task_result::Outcome::RunLoad(r.to_proto()),
+            Ok(r) => task_result::Outcome::RunLoad(r),
             Err(e) => task_error("measuring", e.to_string(), ""),
+        }
+    }
+
+    /// A step of a TPC-C-like or AS3AP-like workload outside the measured window; it can be
+    /// cancelled like a load.
+    async fn workload_step(
+        &self,
+        task_id: &str,
+        run_id: &str,
+        t: &blocklab_proto::WorkloadStepTask,
+        progress: &ProgressSink,
+    ) -> task_result::Outcome {
+        let stage = if t.step == "check" {
+            "checking"
+        } else {
+            "loading-data"
+        };
+        if lock(&self.cancelled).remove(task_id) {
+            return task_error(stage, "cancelled", "");
+        }
+        let ctl = LoadControl::default();
+        *lock(&self.running) = Some(Running {
+            task_id: task_id.into(),
+            run_id: run_id.into(),
+            ctl: ctl.clone(),
+            go: None,
+        });
+        let kind = t.workload.as_ref().map_or("", |w| w.kind.as_str());
+        progress.stage(stage, &format!("{kind} {}", t.step)).await;
+        let res = match kind {
+            "tpcc" => crate::tpcc::step(t, progress, &ctl).await,
+            "as3ap" => crate::as3ap::step(t, progress, &ctl).await,
+            other => Err(WorkerError::InvalidArgument(format!(
+                "workload kind {other:?} has no steps; allowed: tpcc, as3ap"
+            ))),
+        };
+        *lock(&self.running) = None;
+        if ctl.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return task_error(stage, "cancelled", "");
+        }
+        match res {
+            Ok(r) => task_result::Outcome::WorkloadStep(r),
+            Err(e) => task_error(stage, e.to_string(), ""),
         }
     }
 }
@@ -211,9 +272,13 @@ impl TaskHandler for WorkerHandler {
                 self.run_load(&task.task_id, &task.run_id, &t, &progress)
                     .await
             }
+            Some(task::Kind::WorkloadStep(t)) => {
+                self.workload_step(&task.task_id, &task.run_id, &t, &progress)
+                    .await
+            }
             _ => task_error(
                 "worker",
-                "a worker only runs init-data and run-load tasks",
+                "a worker only runs init-data, workload-step and run-load tasks",
                 "",
             ),
         }

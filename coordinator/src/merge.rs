@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use blocklab_proto::{PerSecondSample, RunLoadResult};
+use blocklab_proto::{PerSecondSample, RunLoadResult, TxnTypeStats};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 
@@ -106,7 +106,62 @@ pub fn merge(parts: &[RunLoadResult]) -> Result<RunLoadResult, MergeError> {
         schedule_lag_avg_ms: weighted(|p| p.schedule_lag_avg_ms),
         random_seed: first.random_seed,
         clients: parts.iter().map(|p| p.clients).sum(),
+        metrics: Vec::new(),
+        txn_types: merge_txn_types(parts)?,
     })
+}
+
+/// Per transaction type over the workers: counts summed, histograms merged; types in the
+/// order the first worker that has them lists them.
+fn merge_txn_types(parts: &[RunLoadResult]) -> Result<Vec<TxnTypeStats>, MergeError> {
+    let mut out: Vec<(TxnTypeStats, Option<Histogram<u64>>)> = Vec::new();
+    for (i, p) in parts.iter().enumerate() {
+        for t in &p.txn_types {
+            let h = read_histogram(i, &t.latency_histogram)?;
+            match out.iter_mut().find(|(o, _)| o.name == t.name) {
+                Some((o, acc)) => {
+                    o.count += t.count;
+                    o.rollbacks += t.rollbacks;
+                    o.failures += t.failures;
+                    o.rows += t.rows;
+                    match (acc.as_mut(), h) {
+                        (Some(acc), Some(h)) => acc.add(&h).map_err(|e| MergeError::Histogram {
+                            worker: i,
+                            reason: format!("{e:?}"),
+                        })?,
+                        (None, h) => *acc = h,
+                        (Some(_), None) => {}
+                    }
+                }
+                None => out.push((t.clone(), h)),
+            }
+        }
+    }
+    Ok(out
+        .into_iter()
+        .map(|(mut t, h)| {
+            if let Some(h) = h {
+                let mut bytes = Vec::new();
+                let _ = V2DeflateSerializer::new().serialize(&h, &mut bytes);
+                t.latency_histogram = bytes;
+            }
+            t
+        })
+        .collect())
+}
+
+/// A worker's serialized histogram; empty bytes = none.
+pub fn read_histogram(worker: usize, bytes: &[u8]) -> Result<Option<Histogram<u64>>, MergeError> {
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    Deserializer::new()
+        .deserialize(&mut std::io::Cursor::new(bytes))
+        .map(Some)
+        .map_err(|e| MergeError::Histogram {
+            worker,
+            reason: format!("{e:?}"),
+        })
 }
 
 /// Splits `clients` across `workers` as evenly as possible: (clients, first client id) each.

@@ -125,7 +125,7 @@ fn runs(out: &mut String, e: &JobExport) {
     let mut rows = Vec::new();
     let mut marks = Vec::new();
     for r in &e.runs {
-        let m = r.result;
+        let m = r.result.as_ref();
         let f =
             |v: Option<f64>, d: usize| v.map(|v| format!("{v:.d$}")).unwrap_or_else(|| "-".into());
         rows.push(vec![

@@ -84,6 +84,7 @@ fn metrics(row: &SqliteRow) -> Result<Option<RunMetrics>, sqlx::Error> {
         measured_seconds: f("measured_seconds")?,
         client_cpu_user_s: f("client_cpu_user_s")?,
         client_cpu_system_s: f("client_cpu_system_s")?,
+        extra: Vec::new(),
     }))
 }
 

@@ -224,7 +224,7 @@ fn configure(c: &Cluster, plan: &ClusterPlan<'_>, clients: &[IpAddr]) -> Result<
         .map_err(|e| AgentError::io(format!("write {}", hba_path.display()), e))
 }
 
-fn pg_ctl(c: &Cluster) -> Cmd {
+pub(crate) fn pg_ctl(c: &Cluster) -> Cmd {
     Cmd::new("pg_ctl", c.install.join("bin/pg_ctl"), PG_CTL_TIMEOUT)
         .arg("-D")
         .arg(&c.data_dir)
@@ -233,7 +233,7 @@ fn pg_ctl(c: &Cluster) -> Cmd {
         .run_as(Some(&c.run_as))
 }
 
-async fn start(c: &Cluster) -> Result<(), AgentError> {
+pub(crate) async fn start(c: &Cluster) -> Result<(), AgentError> {
     tracing::info!(run_id = %c.run_id, port = c.port, "starting postgres");
     pg_ctl(c)
         .arg("-l")

@@ -568,6 +568,17 @@ impl Catalog {
                 .execute(&mut *tx)
                 .await?;
         }
+        for (position, m) in o.metrics.iter().enumerate() {
+            sqlx::query("INSERT INTO run_metrics (run_id, name, value, unit, higher_is_better, position) VALUES (?, ?, ?, ?, ?, ?)")
+                .bind(run_id)
+                .bind(&m.name)
+                .bind(if m.value.is_finite() { m.value } else { 0.0 })
+                .bind(&m.unit)
+                .bind(m.higher_is_better)
+                .bind(i64::try_from(position).unwrap_or(i64::MAX))
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         Ok(true)
     }

@@ -230,6 +230,8 @@ pub struct RunOutcome {
     pub stats: Vec<(String, f64)>,
     /// Why the measurement is suspect (empty = not suspect).
     pub suspect: Vec<String>,
+    /// Measurements of the workload kind beyond the pgbench columns, in display order.
+    pub metrics: Vec<blocklab_proto::WorkloadMetric>,
 }
 
 /// One line of a probe job's summary, averaged over repetitions.

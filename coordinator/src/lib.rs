@@ -23,9 +23,12 @@ pub mod metrics;
 mod probe;
 pub mod report;
 mod run;
+mod run_kinds;
+mod run_window;
 pub mod scheduler;
 pub mod spec;
 pub mod stats;
+pub mod workload_metrics;
 
 /// How long a shutdown waits for open connections to close before it stops anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);

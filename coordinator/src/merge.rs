@@ -32,7 +32,7 @@ pub fn merge(parts: &[RunLoadResult]) -> Result<RunLoadResult, MergeError> {
                 reason: format!("{e:?}"),
             })?;
         match hist.as_mut() {
-            None => hist = Some(h),
+            None => hist = Some(resizing(h)),
             Some(acc) => acc.add(&h).map_err(|e| MergeError::Histogram {
                 worker: i,
                 reason: format!("{e:?}"),
@@ -129,11 +129,11 @@ fn merge_txn_types(parts: &[RunLoadResult]) -> Result<Vec<TxnTypeStats>, MergeEr
                             worker: i,
                             reason: format!("{e:?}"),
                         })?,
-                        (None, h) => *acc = h,
+                        (None, h) => *acc = h.map(resizing),
                         (Some(_), None) => {}
                     }
                 }
-                None => out.push((t.clone(), h)),
+                None => out.push((t.clone(), h.map(resizing))),
             }
         }
     }
@@ -148,6 +148,13 @@ fn merge_txn_types(parts: &[RunLoadResult]) -> Result<Vec<TxnTypeStats>, MergeEr
             t
         })
         .collect())
+}
+
+/// An accumulator that grows to hold what other workers' histograms recorded (their
+/// ranges can differ).
+fn resizing(mut h: Histogram<u64>) -> Histogram<u64> {
+    h.auto(true);
+    h
 }
 
 /// A worker's serialized histogram; empty bytes = none.
@@ -249,6 +256,63 @@ mod tests {
         assert!((m.tps_excluding_connections - 100.0).abs() < 1e-9);
         assert_eq!(m.samples.len(), 1);
         assert_eq!(m.samples[0].transactions, 100);
+    }
+
+    fn bounded(values_us: &[u64], high: u64) -> Vec<u8> {
+        let mut h = Histogram::<u64>::new_with_bounds(1, high, 3).expect("histogram");
+        for v in values_us {
+            h.record(*v).expect("record");
+        }
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&h, &mut bytes)
+            .expect("serialize");
+        bytes
+    }
+
+    #[test]
+    fn histograms_of_different_ranges_and_transaction_types_merge() {
+        // The first worker's histogram tops out at 10 ms, the second recorded 5 s.
+        let mut a = part(&[1000; 4], 1.0);
+        a.latency_histogram = bounded(&[1000; 4], 10_000);
+        a.txn_types = vec![TxnTypeStats {
+            name: "new_order".into(),
+            count: 4,
+            rollbacks: 1,
+            latency_histogram: bounded(&[1000; 4], 10_000),
+            ..Default::default()
+        }];
+        let mut b = part(&[5_000_000; 2], 1.0);
+        b.latency_histogram = bounded(&[5_000_000; 2], 60_000_000);
+        b.txn_types = vec![
+            TxnTypeStats {
+                name: "payment".into(),
+                count: 2,
+                ..Default::default()
+            },
+            TxnTypeStats {
+                name: "new_order".into(),
+                count: 2,
+                rollbacks: 0,
+                latency_histogram: bounded(&[5_000_000; 2], 60_000_000),
+                ..Default::default()
+            },
+        ];
+        let m = merge(&[a, b]).expect("merge");
+        assert!(
+            (m.latency_max_ms - 5000.0).abs() < 5.0,
+            "{}",
+            m.latency_max_ms
+        );
+        let names: Vec<&str> = m.txn_types.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["new_order", "payment"]);
+        let no = &m.txn_types[0];
+        assert_eq!((no.count, no.rollbacks), (6, 1));
+        let h = read_histogram(0, &no.latency_histogram)
+            .expect("read")
+            .expect("histogram");
+        assert_eq!(h.len(), 6);
+        assert!(h.max() >= 4_990_000, "{}", h.max());
     }
 
     #[test]

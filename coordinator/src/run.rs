@@ -7,36 +7,44 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use blocklab_proto::v1::{
-    Go, InitDataTask, PrepareServerResult, PrepareServerTask, RunLoadResult, RunLoadTask, Setting,
-    SnapshotStatsResult, SnapshotStatsTask, StopServerTask, coordinator_message, task,
-    task_result::Outcome,
+    PrepareServerResult, PrepareServerTask, Setting, SnapshotStatsResult, SnapshotStatsTask,
+    StopServerTask, coordinator_message, task, task_result::Outcome,
 };
-use futures::future::join_all;
 
-use crate::catalog::{RunChoices, RunOutcome, RunRecord, ServerRecord};
+use crate::catalog::{RunChoices, RunRecord, ServerRecord};
 use crate::fleet::{CallError, HostSession};
 use crate::scheduler::{Scheduler, SchedulerError, build_options};
 use crate::spec::{Cell, Spec};
 
 const PREPARE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
-const INIT_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+pub(crate) const INIT_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 const STOP_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 const STATS_TIMEOUT: Duration = Duration::from_secs(10 * 60);
-const READY_TIMEOUT: Duration = Duration::from_secs(5 * 60);
-/// Client CPU above this share of the workers' threads marks a run suspect.
-const CPU_SATURATED: f64 = 0.9;
+pub(crate) const READY_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// What every step of one run attempt needs to know.
+#[derive(Clone, Copy)]
+pub(crate) struct RunCtx<'a> {
+    pub spec: &'a Spec,
+    pub cell: &'a Cell,
+    pub run_id: &'a str,
+    pub attempt: u32,
+    pub agent: &'a HostSession,
+    pub workers: &'a [Arc<HostSession>],
+    pub job_id: &'a str,
+}
 
 /// Why a run did not finish. `lost` means a host vanished (disconnected or silent), so the
 /// run may be retried; otherwise the run failed.
 #[derive(Debug)]
-struct Failure {
-    stage: String,
-    reason: String,
-    tail: String,
-    lost: bool,
+pub(crate) struct Failure {
+    pub stage: String,
+    pub reason: String,
+    pub tail: String,
+    pub lost: bool,
 }
 
-fn fail(stage: &str, reason: impl Into<String>, tail: impl Into<String>) -> Failure {
+pub(crate) fn fail(stage: &str, reason: impl Into<String>, tail: impl Into<String>) -> Failure {
     Failure {
         stage: stage.to_string(),
         reason: reason.into(),
@@ -45,7 +53,7 @@ fn fail(stage: &str, reason: impl Into<String>, tail: impl Into<String>) -> Fail
     }
 }
 
-fn unexpected(stage: &str, outcome: Result<Outcome, CallError>) -> Failure {
+pub(crate) fn unexpected(stage: &str, outcome: Result<Outcome, CallError>) -> Failure {
     match outcome {
         Ok(Outcome::Error(e)) => fail(
             if e.stage.is_empty() { stage } else { &e.stage },
@@ -78,7 +86,11 @@ impl Scheduler {
         };
         let agent_busy = agent.busy.clone();
         let _agent_guard = agent_busy.lock().await;
-        let wanted = spec.client_workers as usize;
+        let wanted = if spec.cell_workload(cell).kind.has_workers() {
+            spec.client_workers as usize
+        } else {
+            0
+        };
         let Some(workers) = self.wait_for(|| self.free_workers(wanted)).await else {
             let reason = format!("fewer than {wanted} client workers attached and free");
             self.catalog
@@ -90,7 +102,11 @@ impl Scheduler {
         let run_id = run.run_id.as_str();
         let attempt = self
             .catalog
-            .begin_attempt(run_id, &agent.host_id, &sessions[0].host_id)
+            .begin_attempt(
+                run_id,
+                &agent.host_id,
+                sessions.first().map_or("", |s| s.host_id.as_str()),
+            )
             .await?;
         self.changed(job_id);
         tracing::info!(job_id, run_id, attempt, cell = %cell.label_in(spec), repetition = run.repetition, "run started");
@@ -100,8 +116,17 @@ impl Scheduler {
             .chain(std::iter::once(&agent))
             .map(|h| h.host_id.clone())
             .collect();
+        let ctx = RunCtx {
+            spec,
+            cell,
+            run_id,
+            attempt,
+            agent: &agent,
+            workers: &sessions,
+            job_id,
+        };
         let outcome = tokio::select! {
-            o = self.measure(spec, cell, run_id, attempt, &agent, &sessions, job_id) => Some(o),
+            o = self.measure(&ctx) => Some(o),
             gone = self.host_down(&hosts) => Some(Err(Failure {
                 lost: true,
                 ..fail("measuring", format!("host {gone} went down during the run"), "")
@@ -160,7 +185,7 @@ impl Scheduler {
                 if !self.catalog.finish_run_with(run_id, attempt, &o).await? {
                     tracing::warn!(run_id, attempt, "result of a stale attempt discarded");
                 }
-                tracing::info!(run_id, tps = o.result.tps_excluding_connections, suspect = ?o.suspect, "run done");
+                tracing::info!(run_id, tps = o.result.tps_excluding_connections, metrics = o.metrics.len(), suspect = ?o.suspect, "run done");
             }
             Err(f) if f.lost => {
                 tracing::warn!(run_id, attempt, stage = %f.stage, reason = %f.reason, "run lost");
@@ -196,6 +221,9 @@ impl Scheduler {
         n: usize,
     ) -> Option<Vec<(Arc<HostSession>, tokio::sync::OwnedMutexGuard<()>)>> {
         let mut got = Vec::new();
+        if n == 0 {
+            return Some(got);
+        }
         for s in self.registry.up() {
             if s.role != blocklab_proto::Role::Worker {
                 continue;
@@ -210,150 +238,16 @@ impl Scheduler {
         None
     }
 
-    #[allow(clippy::too_many_arguments)]
-    async fn measure(
-        &self,
-        spec: &Spec,
-        cell: &Cell,
-        run_id: &str,
-        attempt: u32,
-        agent: &HostSession,
-        workers: &[Arc<HostSession>],
-        job_id: &str,
-    ) -> Result<RunOutcome, Failure> {
-        let server = self
-            .prepare(spec, cell, run_id, attempt, agent, workers, job_id)
-            .await?;
-        let conninfo = server.conninfo.clone().unwrap_or_default();
-        let workload = spec.cell_workload(cell);
-        let init = InitDataTask {
-            conninfo: Some(conninfo.clone()),
-            scale: cell.scale,
-        };
-        match workers[0]
-            .call(run_id, attempt, task::Kind::InitData(init), INIT_TIMEOUT)
-            .await
-        {
-            Ok(Outcome::InitData(_)) => {}
-            other => return Err(unexpected("loading-data", other)),
-        }
-
-        // Every worker connects its share of the clients and reports ready.
-        let mut progress = self.registry.progress.subscribe();
-        let shares = crate::merge::split_clients(cell.clients, workers.len() as u32);
-        let timeout = workload.duration + workload.warmup + Duration::from_secs(600);
-        let task_ids: Vec<String> = workers
-            .iter()
-            .map(|_| uuid::Uuid::new_v4().to_string())
-            .collect();
-        let (results, before) =
-            {
-                let calls = workers.iter().zip(&shares).zip(&task_ids).map(
-                    |((w, &(clients, offset)), id)| {
-                        let load = RunLoadTask {
-                            conninfo: Some(conninfo.clone()),
-                            builtin: workload.builtin.clone(),
-                            clients,
-                            threads: workload.threads.min(clients).max(1),
-                            duration_ms: u64::try_from(workload.duration.as_millis())
-                                .unwrap_or(u64::MAX),
-                            warmup_ms: u64::try_from(workload.warmup.as_millis())
-                                .unwrap_or(u64::MAX),
-                            protocol: workload.protocol.clone(),
-                            scale: cell.scale,
-                            client_id_offset: offset,
-                            wait_for_go: true,
-                            ..Default::default()
-                        };
-                        w.call_with_id(id, run_id, attempt, task::Kind::RunLoad(load), timeout)
-                    },
-                );
-                let all = join_all(calls);
-                let start = async {
-                    self.wait_ready(&mut progress, &task_ids).await?;
-                    let before = self
-                        .snapshot(agent, run_id, attempt, spec.layout.checkpoint_before)
-                        .await?;
-                    for (w, id) in workers.iter().zip(&task_ids) {
-                        let go = Go {
-                            task_id: id.clone(),
-                            run_id: run_id.to_string(),
-                            attempt,
-                        };
-                        w.notify(coordinator_message::Kind::Go(go))
-                            .await
-                            .map_err(|e| fail("measuring", e.to_string(), ""))?;
-                    }
-                    let stage = if workload.warmup.is_zero() {
-                        "measuring"
-                    } else {
-                        "warming-up"
-                    };
-                    let _ = self.catalog.set_stage(run_id, attempt, stage).await;
-                    self.changed(job_id);
-                    Ok::<_, Failure>(before)
-                };
-                tokio::join!(all, start)
-            };
-        let before = before?;
-        let mut parts = Vec::new();
-        for r in results {
-            match r {
-                Ok(Outcome::RunLoad(r)) => parts.push(r),
-                other => return Err(unexpected("measuring", other)),
-            }
-        }
-        let after = self.snapshot(agent, run_id, attempt, false).await?;
-        let checkpoint = RunChoices {
-            checkpoint_before: Some(before.checkpoint_done),
-            ..RunChoices::default()
-        };
-        let _ = self
-            .catalog
-            .record_run_choices(run_id, attempt, &checkpoint)
-            .await;
-        if !before.postmaster_start_time.is_empty()
-            && before.postmaster_start_time != after.postmaster_start_time
-        {
-            return Err(fail(
-                "measuring",
-                format!(
-                    "the server restarted during the measured window (postmaster start time {} became {})",
-                    before.postmaster_start_time, after.postmaster_start_time
-                ),
-                "",
-            ));
-        }
-        let _ = self.catalog.set_stage(run_id, attempt, "collecting").await;
-        let merged =
-            crate::merge::merge(&parts).map_err(|e| fail("collecting", e.to_string(), ""))?;
-        let stats = deltas(&before, &after);
-        let suspect = suspect_reasons(&merged, &parts, workload.threads, &stats);
-        let shares = workers
-            .iter()
-            .zip(&shares)
-            .zip(parts)
-            .map(|((w, &(clients, _)), r)| (w.host_id.clone(), clients, r))
-            .collect();
-        Ok(RunOutcome {
-            result: merged,
-            shares,
-            stats,
-            suspect,
-        })
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn prepare(
-        &self,
-        spec: &Spec,
-        cell: &Cell,
-        run_id: &str,
-        attempt: u32,
-        agent: &HostSession,
-        workers: &[Arc<HostSession>],
-        job_id: &str,
-    ) -> Result<PrepareServerResult, Failure> {
+    pub(crate) async fn prepare(&self, ctx: &RunCtx<'_>) -> Result<PrepareServerResult, Failure> {
+        let RunCtx {
+            spec,
+            cell,
+            run_id,
+            attempt,
+            agent,
+            workers,
+            job_id,
+        } = *ctx;
         let settings = spec
             .cell_settings(cell)
             .into_iter()
@@ -429,7 +323,7 @@ impl Scheduler {
         Ok(server)
     }
 
-    async fn wait_ready(
+    pub(crate) async fn wait_ready(
         &self,
         progress: &mut tokio::sync::broadcast::Receiver<crate::fleet::ProgressEvent>,
         task_ids: &[String],
@@ -457,7 +351,7 @@ impl Scheduler {
         Ok(())
     }
 
-    async fn snapshot(
+    pub(crate) async fn snapshot(
         &self,
         agent: &HostSession,
         run_id: &str,
@@ -480,53 +374,4 @@ impl Scheduler {
             other => Err(unexpected("measuring", other)),
         }
     }
-}
-
-/// after - before for every numeric counter present in both snapshots.
-fn deltas(before: &SnapshotStatsResult, after: &SnapshotStatsResult) -> Vec<(String, f64)> {
-    let parse = |s: &str| {
-        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(s).unwrap_or_default()
-    };
-    let (b, a) = (parse(&before.stats_json), parse(&after.stats_json));
-    let mut out: Vec<(String, f64)> = a
-        .iter()
-        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()? - b.get(k)?.as_f64()?)))
-        .collect();
-    out.sort_by(|x, y| x.0.cmp(&y.0));
-    out
-}
-
-/// What makes a measurement suspect (see README: suspect runs).
-fn suspect_reasons(
-    merged: &RunLoadResult,
-    parts: &[RunLoadResult],
-    threads: u32,
-    stats: &[(String, f64)],
-) -> Vec<String> {
-    let mut out = Vec::new();
-    let stat = |name: &str| {
-        stats
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0.0, |(_, v)| *v)
-    };
-    let checkpoints = stat("bgwriter.checkpoints_timed")
-        + stat("bgwriter.checkpoints_req")
-        + stat("checkpointer.num_timed")
-        + stat("checkpointer.num_requested");
-    if checkpoints > 0.0 {
-        out.push("checkpoint in measured window".to_string());
-    }
-    let saturated = parts.iter().any(|p| {
-        let cpu = p.client_cpu_user_s + p.client_cpu_system_s;
-        let threads = f64::from(threads.min(p.clients.max(1)).max(1));
-        p.measured_seconds > 0.0 && cpu / p.measured_seconds / threads > CPU_SATURATED
-    });
-    if saturated {
-        out.push("client CPU saturated".to_string());
-    }
-    if merged.failures > 0 {
-        out.push(format!("errors ({} failed transactions)", merged.failures));
-    }
-    out
 }

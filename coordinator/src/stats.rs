@@ -30,8 +30,10 @@ and counted, and excluded from a cell's statistics, unless excluding them would 
 with fewer than 2 runs: then all the cell's runs are used and the cell is marked \
 (\"suspect runs included\").";
 
-/// A per-run metric that can be summarised.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A per-run metric that can be summarised: a column of `results` (pgbench's measures, which
+/// every run has) or a metric of the workload kind (`run_metrics`: NOTPM, seconds per query,
+/// tuples per second, ...).
+#[derive(Debug, Clone, PartialEq)]
 pub enum Metric {
     Tps,
     TpsInclConn,
@@ -41,12 +43,17 @@ pub enum Metric {
     LatencyP99Ms,
     LatencyP999Ms,
     LatencyMaxMs,
+    Workload {
+        name: String,
+        unit: String,
+        higher_is_better: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StatsError {
-    #[error("metric: unknown metric {0:?}; allowed: {allowed}", allowed = Metric::allowed())]
-    UnknownMetric(String),
+    #[error("metric: unknown metric {name:?}; allowed: {allowed}")]
+    UnknownMetric { name: String, allowed: String },
 }
 
 impl Metric {
@@ -61,8 +68,8 @@ impl Metric {
         Metric::LatencyMaxMs,
     ];
 
-    /// The metric's name, which is also its column in `results` / `results_v`.
-    pub fn name(self) -> &'static str {
+    /// The metric's name: its column in `results` / `results_v`, or its `run_metrics.name`.
+    pub fn name(&self) -> &str {
         match self {
             Metric::Tps => "tps",
             Metric::TpsInclConn => "tps_incl_conn",
@@ -72,24 +79,44 @@ impl Metric {
             Metric::LatencyP99Ms => "latency_p99_ms",
             Metric::LatencyP999Ms => "latency_p999_ms",
             Metric::LatencyMaxMs => "latency_max_ms",
+            Metric::Workload { name, .. } => name,
         }
     }
 
-    /// Throughput: higher is better; latency: lower is better.
-    pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::Tps | Metric::TpsInclConn)
+    /// Throughput: higher is better; latency and durations: lower is better.
+    pub fn higher_is_better(&self) -> bool {
+        match self {
+            Metric::Workload {
+                higher_is_better, ..
+            } => *higher_is_better,
+            m => matches!(m, Metric::Tps | Metric::TpsInclConn),
+        }
     }
 
-    pub fn unit(self) -> &'static str {
-        if self.higher_is_better() { "tps" } else { "ms" }
+    pub fn unit(&self) -> &str {
+        match self {
+            Metric::Workload { unit, .. } => unit,
+            m if m.higher_is_better() => "tps",
+            _ => "ms",
+        }
     }
 
-    /// Comma-separated list of the metric names.
+    /// Digits after the decimal point that suit the unit.
+    pub fn decimals(&self) -> usize {
+        match self.unit() {
+            "s" => 4,
+            "ms" => 3,
+            "count" | "bytes" => 0,
+            _ => 1,
+        }
+    }
+
+    /// Comma-separated list of the pgbench metric names.
     pub fn allowed() -> String {
-        Metric::ALL.map(Metric::name).join(", ")
+        Metric::ALL.map(|m| m.name().to_string()).join(", ")
     }
 
-    /// Parses a metric name; the empty string means `tps`.
+    /// Parses a pgbench metric name; the empty string means `tps`.
     pub fn parse(s: &str) -> Result<Metric, StatsError> {
         if s.is_empty() {
             return Ok(Metric::Tps);
@@ -97,7 +124,37 @@ impl Metric {
         Metric::ALL
             .into_iter()
             .find(|m| m.name() == s)
-            .ok_or_else(|| StatsError::UnknownMetric(s.to_string()))
+            .ok_or_else(|| StatsError::UnknownMetric {
+                name: s.to_string(),
+                allowed: Metric::allowed(),
+            })
+    }
+
+    /// A pgbench metric by name, else one of `known` (a job's workload metrics as (name,
+    /// unit, higher is better)); the error lists both.
+    pub fn resolve(s: &str, known: &[(String, String, bool)]) -> Result<Metric, StatsError> {
+        if let Ok(m) = Metric::parse(s) {
+            return Ok(m);
+        }
+        known
+            .iter()
+            .find(|(n, _, _)| n == s)
+            .map(|(n, u, h)| Metric::Workload {
+                name: n.clone(),
+                unit: u.clone(),
+                higher_is_better: *h,
+            })
+            .ok_or_else(|| {
+                let mut allowed = Metric::allowed();
+                for (n, _, _) in known {
+                    allowed.push_str(", ");
+                    allowed.push_str(n);
+                }
+                StatsError::UnknownMetric {
+                    name: s.to_string(),
+                    allowed,
+                }
+            })
     }
 }
 
@@ -258,7 +315,7 @@ impl std::fmt::Display for Verdict {
 }
 
 /// The verdict for a treatment cell; `change` is `None` when either side had < 2 runs.
-pub fn verdict(metric: Metric, change: Option<&Change>) -> Verdict {
+pub fn verdict(metric: &Metric, change: Option<&Change>) -> Verdict {
     let Some(c) = change else {
         return Verdict::InsufficientData;
     };

@@ -169,7 +169,7 @@ fn welch_matches_scipy_and_gives_the_verdict() {
             pct_ci: (2.278_975_269_345_833, 9.304_955_475_953_756),
         },
     );
-    assert_eq!(verdict(Metric::Tps, Some(&c)), Verdict::Faster);
+    assert_eq!(verdict(&Metric::Tps, Some(&c)), Verdict::Faster);
 
     // Same means within noise.
     let c = check_welch(
@@ -186,7 +186,7 @@ fn welch_matches_scipy_and_gives_the_verdict() {
         },
     );
     assert_eq!(
-        verdict(Metric::Tps, Some(&c)),
+        verdict(&Metric::Tps, Some(&c)),
         Verdict::NoSignificantDifference
     );
 
@@ -204,8 +204,8 @@ fn welch_matches_scipy_and_gives_the_verdict() {
             pct_ci: (-7.523_821_946_009_821, -2.706_181_486_877_262_5),
         },
     );
-    assert_eq!(verdict(Metric::LatencyP99Ms, Some(&c)), Verdict::Faster);
-    assert_eq!(verdict(Metric::Tps, Some(&c)), Verdict::Slower);
+    assert_eq!(verdict(&Metric::LatencyP99Ms, Some(&c)), Verdict::Faster);
+    assert_eq!(verdict(&Metric::Tps, Some(&c)), Verdict::Slower);
 
     // Unequal n, tps went down: slower.
     let c = check_welch(
@@ -221,8 +221,8 @@ fn welch_matches_scipy_and_gives_the_verdict() {
             pct_ci: (-9.606_072_731_801_337, -2.769_147_070_714_576),
         },
     );
-    assert_eq!(verdict(Metric::Tps, Some(&c)), Verdict::Slower);
-    assert_eq!(verdict(Metric::LatencyAvgMs, Some(&c)), Verdict::Faster);
+    assert_eq!(verdict(&Metric::Tps, Some(&c)), Verdict::Slower);
+    assert_eq!(verdict(&Metric::LatencyAvgMs, Some(&c)), Verdict::Faster);
 }
 
 #[test]
@@ -231,7 +231,7 @@ fn verdict_edges() {
     let three = summarize(&A).expect("three");
     assert_eq!(welch(&one, &three), None);
     assert_eq!(welch(&three, &one), None);
-    assert_eq!(verdict(Metric::Tps, None), Verdict::InsufficientData);
+    assert_eq!(verdict(&Metric::Tps, None), Verdict::InsufficientData);
     // A p-value just under ALPHA with a CI that still touches zero is not significant.
     let c = Change {
         diff: 1.0,
@@ -243,7 +243,7 @@ fn verdict_edges() {
         pct_ci95: Some((0.0, 2.0)),
     };
     assert_eq!(
-        verdict(Metric::Tps, Some(&c)),
+        verdict(&Metric::Tps, Some(&c)),
         Verdict::NoSignificantDifference
     );
     let c = Change {
@@ -252,7 +252,7 @@ fn verdict_edges() {
         ..c
     };
     assert_eq!(
-        verdict(Metric::Tps, Some(&c)),
+        verdict(&Metric::Tps, Some(&c)),
         Verdict::NoSignificantDifference
     );
     // Zero variance on both sides: degenerate but defined.
@@ -260,11 +260,11 @@ fn verdict_edges() {
     let b = summarize(&[12.0, 12.0, 12.0]).expect("b");
     let c = welch(&a, &b).expect("n >= 2");
     assert_eq!((c.p_value, c.diff_ci95, c.df), (0.0, (2.0, 2.0), 3.0));
-    assert_eq!(verdict(Metric::Tps, Some(&c)), Verdict::Faster);
+    assert_eq!(verdict(&Metric::Tps, Some(&c)), Verdict::Faster);
     let c = welch(&a, &a).expect("n >= 2");
     assert_eq!(c.p_value, 1.0);
     assert_eq!(
-        verdict(Metric::Tps, Some(&c)),
+        verdict(&Metric::Tps, Some(&c)),
         Verdict::NoSignificantDifference
     );
     // A zero baseline mean has no percent change.

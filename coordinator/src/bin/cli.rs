@@ -102,7 +102,8 @@ enum Command {
         /// Directory for the SVG files (created if missing).
         #[arg(long, default_value = ".")]
         out: PathBuf,
-        #[arg(long, default_value = "tps", value_parser = METRICS)]
+        /// Metric to chart (as `results --metric`; default: the job's headline).
+        #[arg(long, default_value = "")]
         metric: String,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -116,7 +117,8 @@ enum Command {
         /// Output file (default: blocklab-report-<job id>.html).
         #[arg(long)]
         out: Option<PathBuf>,
-        #[arg(long, default_value = "tps", value_parser = METRICS)]
+        /// Metric to chart (as `results --metric`; default: the job's headline).
+        #[arg(long, default_value = "")]
         metric: String,
     },
 }
@@ -136,24 +138,13 @@ const RESULTS_EXAMPLES: &str = "Examples:\n  blocklab results 6f1c...-uuid\n  bl
 const COMPARE_EXAMPLES: &str = "Examples:\n  blocklab compare 6f1c...-uuid 9a2b...-uuid\n  blocklab compare 6f1c...-uuid 9a2b...-uuid --format markdown";
 const COMPLETIONS_EXAMPLES: &str = "Examples:\n  blocklab completions bash > /etc/bash_completion.d/blocklab\n  blocklab completions zsh > ~/.zfunc/_blocklab\n  blocklab completions fish > ~/.config/fish/completions/blocklab.fish";
 
-const METRICS: [&str; 8] = [
-    "tps",
-    "tps_incl_conn",
-    "latency_avg_ms",
-    "latency_p50_ms",
-    "latency_p90_ms",
-    "latency_p99_ms",
-    "latency_p999_ms",
-    "latency_max_ms",
-];
-
 macro_rules! results_help {
     () => {
         "Statistics: per cell over its runs, n, mean, sample stddev, CV = stddev/mean and the \
 95% CI of the mean (Student t, n-1 df). Against the baseline (the cell with the baseline page sizes \
 and the same clients and other dimensions): % change of the mean with its 95% CI (Welch's CI of the \
 difference of means divided by the baseline mean), Welch's two-sided p-value, and a verdict: \
-faster/slower (higher tps, lower latency is faster) when p < 0.05 and the CI excludes 0, \
+faster/slower (higher tps, NOTPM or tup/s, lower latency or seconds is faster) when p < 0.05 and the CI excludes 0, \
 'no significant difference' otherwise, 'insufficient data' when either side has fewer than 2 runs.
 
 Suspect runs: a run is suspect when the coordinator flagged it (a checkpoint in the measured \
@@ -181,8 +172,12 @@ struct ListOpts {
 
 #[derive(clap::Args)]
 struct TableOpts {
-    /// Metric to summarise.
-    #[arg(long, default_value = "tps", value_parser = METRICS)]
+    /// Metric to summarise: tps, tps_incl_conn, latency_avg_ms, latency_p50_ms,
+    /// latency_p90_ms, latency_p99_ms, latency_p999_ms, latency_max_ms, or a workload metric
+    /// of the job (notpm, new_order.p90_ms, q.sel_1_cl, mixed_ir.tup_per_s, maint.restore,
+    /// ...). Default: the job's headline (tps; NOTPM for tpcc; tup/s for as3ap; total seconds
+    /// for maintenance).
+    #[arg(long, default_value = "")]
     metric: String,
     #[arg(long, default_value = "table", value_parser = blocklab_coordinator::report::render::FORMATS)]
     format: String,

@@ -12,8 +12,8 @@ use crate::stats::{self, Metric, Summary, Verdict};
 /// Verdict of a cell of job B that has no like cell in job A.
 pub const NO_LIKE_CELL: &str = "no like cell";
 
-/// The value of `metric` in a run's result.
-pub fn metric_value(m: &RunMetrics, metric: Metric) -> f64 {
+/// The value of `metric` in a run's result; NaN when the run does not have that metric.
+pub fn metric_value(m: &RunMetrics, metric: &Metric) -> f64 {
     match metric {
         Metric::Tps => m.tps,
         Metric::TpsInclConn => m.tps_incl_conn,
@@ -23,6 +23,11 @@ pub fn metric_value(m: &RunMetrics, metric: Metric) -> f64 {
         Metric::LatencyP99Ms => m.latency_p99_ms,
         Metric::LatencyP999Ms => m.latency_p999_ms,
         Metric::LatencyMaxMs => m.latency_max_ms,
+        Metric::Workload { name, .. } => m
+            .extra
+            .iter()
+            .find(|x| x.name == *name)
+            .map_or(f64::NAN, |x| x.value),
     }
 }
 
@@ -54,11 +59,16 @@ fn group_key(c: &ExportCell) -> (u32, Map<String, Value>) {
 fn own_stats(
     export: &JobExport,
     cell: &ExportCell,
-    metric: Metric,
+    metric: &Metric,
 ) -> (CellResult, Option<Summary>) {
     let all: Vec<(&ExportRun, &RunMetrics)> = measured(export, cell.cell_index).collect();
     let sel = stats::select_runs(all.iter().map(|&(r, m)| (m, !r.suspect_reasons.is_empty())));
-    let values: Vec<f64> = sel.used.iter().map(|m| metric_value(m, metric)).collect();
+    let values: Vec<f64> = sel
+        .used
+        .iter()
+        .map(|m| metric_value(m, metric))
+        .filter(|v| v.is_finite())
+        .collect();
     let summary = stats::summarize(&values);
     let tps: Vec<f64> = sel.used.iter().map(|m| m.tps).collect();
     let (tps_mean, tps_stddev) = stats::mean_stddev(&tps).unwrap_or((0.0, 0.0));
@@ -118,6 +128,7 @@ fn own_stats(
             })
             .collect(),
         higher_is_better: metric.higher_is_better(),
+        unit: metric.unit().to_string(),
         ..Default::default()
     };
     (result, summary)
@@ -126,7 +137,7 @@ fn own_stats(
 /// Fills the comparison fields of `r` (the treatment) against `base`.
 fn compare_into(
     r: &mut CellResult,
-    metric: Metric,
+    metric: &Metric,
     treat: Option<&Summary>,
     base: Option<(&str, Option<&Summary>)>,
 ) {
@@ -152,7 +163,7 @@ fn compare_into(
 /// Every cell of a job with its statistics of `metric`; each non-baseline cell is compared
 /// with its baseline cell: the cell flagged baseline (baseline page sizes and source) that
 /// has the same clients and other dimensions.
-pub fn cell_results(export: &JobExport, metric: Metric) -> Vec<CellResult> {
+pub fn cell_results(export: &JobExport, metric: &Metric) -> Vec<CellResult> {
     let own: Vec<(CellResult, Option<Summary>)> = export
         .cells
         .iter()
@@ -199,7 +210,7 @@ fn like_key(c: &ExportCell, keys: &[String]) -> (u32, u32, u32, Vec<Option<Value
 }
 
 /// Each cell of job B compared with A's like cell (A is the baseline, B the treatment).
-pub fn compare(a: &JobExport, b: &JobExport, metric: Metric) -> Vec<CellResult> {
+pub fn compare(a: &JobExport, b: &JobExport, metric: &Metric) -> Vec<CellResult> {
     let mut keys = varying_keys(a);
     keys.extend(varying_keys(b));
     keys.sort();

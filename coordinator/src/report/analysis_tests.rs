@@ -57,7 +57,7 @@ fn each_cell_is_compared_with_the_baseline_of_its_group() {
         cell(3, 16, 16, "pg15", false),
         cell(4, 8, 16, "pg16", false),
     ]);
-    let r = cell_results(&e, Metric::Tps);
+    let r = cell_results(&e, &Metric::Tps);
     let base: Vec<&str> = r.iter().map(|c| c.baseline_label.as_str()).collect();
     assert_eq!(
         base,
@@ -85,7 +85,7 @@ fn a_cell_without_a_baseline_or_runs_has_insufficient_data() {
     ]);
     e.cells.push(cell(2, 32, 8, "pg15", false));
     e.runs.push(run(1, 900.0, true));
-    let r = cell_results(&e, Metric::Tps);
+    let r = cell_results(&e, &Metric::Tps);
     assert_eq!(
         (r[2].n, r[2].verdict.as_str(), r[2].baseline_label.as_str()),
         (0, "insufficient data", "")
@@ -106,7 +106,7 @@ fn compare_matches_on_dimensions_that_vary_inside_a_job() {
         cell(0, 8, 4, "pg16", true),
         cell(1, 32, 4, "pg16", false),
     ]);
-    let r = compare(&a, &b, Metric::Tps);
+    let r = compare(&a, &b, &Metric::Tps);
     assert_eq!(r[0].baseline_label, "bs=8K c=4 src=pg15");
     assert!(!r[0].is_baseline);
     assert_eq!(r[1].verdict, NO_LIKE_CELL);
@@ -115,6 +115,6 @@ fn compare_matches_on_dimensions_that_vary_inside_a_job() {
         cell(0, 8, 4, "pg15", true),
         cell(1, 8, 4, "pg16", false),
     ]);
-    let r = compare(&a2, &b, Metric::Tps);
+    let r = compare(&a2, &b, &Metric::Tps);
     assert_eq!(r[0].baseline_label, "bs=8K c=4 src=pg16");
 }

@@ -209,7 +209,7 @@ fn settings(out: &mut String, e: &JobExport) {
 /// The whole report for a job exported with samples.
 pub fn report(e: &JobExport) -> String {
     let j = e.job.clone().unwrap_or_default();
-    let metric = Metric::parse(&e.metric).unwrap_or(Metric::Tps);
+    let metric = e.results.first().map_or(Metric::Tps, render::cell_metric);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -226,9 +226,19 @@ pub fn report(e: &JobExport) -> String {
     let _ = writeln!(
         out,
         "<p class=\"note\">{}</p><p class=\"note\">Method: mean over the cell's runs, sample stddev, CV = stddev/mean, 95% CI of the mean from Student's t with n-1 df. Change against the baseline cell: Welch's t-test (two-sided); the CI of the % change is the Welch CI of the difference of means divided by the baseline mean (the baseline mean is treated as exact). Verdict: significant when p &lt; 0.05 and the CI excludes 0. {}</p>",
-        esc(&render::notes(&e.results, metric)).replace('\n', "<br/>"),
+        esc(&render::notes(&e.results, &metric)).replace('\n', "<br/>"),
         esc(SUSPECT_RULE)
     );
+    let by_metric = super::metric_results(e);
+    if !by_metric.is_empty() {
+        out.push_str("<h3 id=\"per-metric\">Per metric</h3>\n");
+        let (header, rows) = super::render_metrics::metric_rows(&by_metric);
+        let marks: Vec<bool> = by_metric
+            .iter()
+            .flat_map(|m| m.cells.iter().map(|c| c.runs_suspect > 0))
+            .collect();
+        table(&mut out, "per-metric", &header, &rows, &marks);
+    }
     out.push_str("<h2 id=\"charts\">Charts</h2>\n<div class=\"charts\">\n");
     for c in plot::charts(e) {
         out.push_str(&c.svg);

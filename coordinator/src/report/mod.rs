@@ -18,6 +18,7 @@ pub mod plot;
 pub mod probe_plot;
 pub mod query;
 pub mod render;
+pub mod render_metrics;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -35,18 +36,61 @@ impl From<sqlx::Error> for ReportError {
     }
 }
 
+/// The metric `name` names for this job: a pgbench column or one of the job's workload
+/// metrics; empty = the job's headline metric.
+fn resolve(name: &str, export: &JobExport) -> Result<Metric, ReportError> {
+    let known = query::workload_metrics(export);
+    let name = if name.is_empty() {
+        let headline = query::headline_metric(export);
+        if headline != "tps" && !known.iter().any(|(n, _, _)| *n == headline) {
+            // No run has the headline metric yet.
+            return Ok(Metric::Workload {
+                name: headline,
+                unit: String::new(),
+                higher_is_better: true,
+            });
+        }
+        headline
+    } else {
+        name.to_string()
+    };
+    Ok(Metric::resolve(&name, &known)?)
+}
+
+/// Every workload metric of a job with its per-cell statistics against the baseline.
+pub fn metric_results(export: &JobExport) -> Vec<MetricResults> {
+    query::workload_metrics(export)
+        .into_iter()
+        .map(|(name, unit, higher_is_better)| {
+            let m = Metric::Workload {
+                name: name.clone(),
+                unit: unit.clone(),
+                higher_is_better,
+            };
+            MetricResults {
+                name,
+                unit,
+                higher_is_better,
+                cells: analysis::cell_results(export, &m),
+            }
+        })
+        .collect()
+}
+
 /// `QueryResults`: per-cell statistics of `req.metric` against the job's baseline cell.
 pub async fn query_results(
     catalog: &Catalog,
     catalog_path: &str,
     req: &QueryResultsRequest,
 ) -> Result<QueryResultsResponse, ReportError> {
-    let metric = Metric::parse(&req.metric)?;
     let export = query::export_job(catalog, &req.job_id, false).await?;
+    let metric = resolve(&req.metric, &export)?;
+    let by_metric = metric_results(&export);
     Ok(QueryResultsResponse {
         job_id: req.job_id.clone(),
-        cells: analysis::cell_results(&export, metric),
+        cells: analysis::cell_results(&export, &metric),
         catalog_path: catalog_path.to_string(),
+        by_metric,
     })
 }
 
@@ -56,9 +100,9 @@ pub async fn export_job(
     catalog_path: &str,
     req: &ExportJobRequest,
 ) -> Result<JobExport, ReportError> {
-    let metric = Metric::parse(&req.metric)?;
     let mut export = query::export_job(catalog, &req.job_id, req.include_samples).await?;
-    export.results = analysis::cell_results(&export, metric);
+    let metric = resolve(&req.metric, &export)?;
+    export.results = analysis::cell_results(&export, &metric);
     export.metric = metric.name().to_string();
     export.catalog_path = catalog_path.to_string();
     Ok(export)
@@ -69,11 +113,11 @@ pub async fn compare_jobs(
     catalog: &Catalog,
     req: &CompareJobsRequest,
 ) -> Result<CompareJobsResponse, ReportError> {
-    let metric = Metric::parse(&req.metric)?;
     let a = query::export_job(catalog, &req.job_a, false).await?;
     let b = query::export_job(catalog, &req.job_b, false).await?;
+    let metric = resolve(&req.metric, &b)?;
     Ok(CompareJobsResponse {
-        cells: analysis::compare(&a, &b, metric),
+        cells: analysis::compare(&a, &b, &metric),
         job_a: a.job,
         job_b: b.job,
         metric: metric.name().to_string(),

@@ -169,8 +169,10 @@ fn series_label(cell_label: &str, axis_prefix: &str) -> String {
 
 /// `metric` (the export's) against page size with 95% CI error bars; `None` without results.
 pub fn metric_chart(export: &JobExport) -> Option<Chart> {
-    let metric = Metric::parse(&export.metric).unwrap_or(Metric::Tps);
     let cells: Vec<&CellResult> = export.results.iter().filter(|c| c.n > 0).collect();
+    let metric = cells
+        .first()
+        .map_or(Metric::Tps, |c| super::render::cell_metric(c));
     let distinct = |f: fn(&CellResult) -> u32| {
         let mut v: Vec<u32> = cells.iter().map(|c| f(c)).collect();
         v.sort_unstable();
@@ -217,7 +219,9 @@ pub fn metric_chart(export: &JobExport) -> Option<Chart> {
         export.job.as_ref().map(|j| j.name.as_str()).unwrap_or("")
     );
     let mut out = String::new();
-    let ylabel = if metric.higher_is_better() {
+    let ylabel = if let Metric::Workload { unit, .. } = &metric {
+        format!("{metric} ({unit})")
+    } else if metric.higher_is_better() {
         format!("{metric} (transactions per second)")
     } else {
         format!("{metric} (ms)")
@@ -278,7 +282,7 @@ pub fn metric_chart(export: &JobExport) -> Option<Chart> {
                 } else {
                     ""
                 },
-                mv = num(metric, c.mean),
+                mv = num(&metric, c.mean),
                 n = c.n,
                 note = esc(&note),
                 tx = x + 8.0,
@@ -290,7 +294,18 @@ pub fn metric_chart(export: &JobExport) -> Option<Chart> {
     }
     out.push_str("</svg>\n");
     Some(Chart {
-        file_name: format!("{metric}-vs-page-size.svg"),
+        file_name: format!(
+            "{}-vs-page-size.svg",
+            metric
+                .name()
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '_'
+                })
+                .collect::<String>()
+        ),
         title,
         svg: out,
     })

@@ -187,6 +187,24 @@ pub async fn export_job(
         }
     }
     for row in sqlx::query(
+        "SELECT run_id, name, value, unit, higher_is_better FROM run_metrics WHERE run_id IN (SELECT run_id FROM runs WHERE job_id = ?) ORDER BY run_id, position",
+    )
+    .bind(job_id)
+    .fetch_all(db)
+    .await?
+    {
+        if let Some(&i) = index.get(&row.try_get::<String, _>("run_id")?)
+            && let Some(result) = runs[i].result.as_mut()
+        {
+            result.extra.push(WorkloadMetric {
+                name: row.try_get("name")?,
+                value: row.try_get("value")?,
+                unit: row.try_get("unit")?,
+                higher_is_better: row.try_get("higher_is_better")?,
+            });
+        }
+    }
+    for row in sqlx::query(
         "SELECT run_id, name, delta FROM run_stats WHERE run_id IN (SELECT run_id FROM runs WHERE job_id = ?) ORDER BY name",
     )
     .bind(job_id)
@@ -314,4 +332,31 @@ async fn hosts(
         });
     }
     Ok(out)
+}
+
+/// The workload metrics a job's runs have, as (name, unit, higher is better), in the order
+/// the runs list them.
+pub fn workload_metrics(export: &JobExport) -> Vec<(String, String, bool)> {
+    let mut out: Vec<(String, String, bool)> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for m in export
+        .runs
+        .iter()
+        .filter_map(|r| r.result.as_ref())
+        .flat_map(|r| &r.extra)
+    {
+        if seen.insert(m.name.clone()) {
+            out.push((m.name.clone(), m.unit.clone(), m.higher_is_better));
+        }
+    }
+    out
+}
+
+/// The metric a job's results show when none is asked for: its workload kind's headline
+/// (tps for pgbench scripts, NOTPM for tpcc, ...).
+pub fn headline_metric(export: &JobExport) -> String {
+    match crate::spec::Spec::parse(&export.spec_toml) {
+        Ok(spec) => spec.workload.kind.headline_metric().to_string(),
+        Err(_) => "tps".to_string(),
+    }
 }

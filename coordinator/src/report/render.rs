@@ -37,20 +37,24 @@ fn size(bytes: u32) -> String {
     }
 }
 
-fn metric_of(cells: &[CellResult]) -> Metric {
-    cells
-        .first()
-        .and_then(|c| Metric::parse(&c.metric).ok())
-        .unwrap_or(Metric::Tps)
+/// The metric a cell's statistics are about.
+pub fn cell_metric(c: &CellResult) -> Metric {
+    Metric::parse(&c.metric).unwrap_or_else(|_| Metric::Workload {
+        name: c.metric.clone(),
+        unit: c.unit.clone(),
+        higher_is_better: c.higher_is_better,
+    })
 }
 
-/// A value of `metric` for people: tps with one decimal, latencies in ms with three.
-pub fn num(metric: Metric, v: f64) -> String {
-    if metric.higher_is_better() {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
+fn metric_of(cells: &[CellResult]) -> Metric {
+    cells.first().map_or(Metric::Tps, cell_metric)
+}
+
+/// A value of `metric` for people: tps with one decimal, latencies in ms with three,
+/// seconds with four, counts whole.
+pub fn num(metric: &Metric, v: f64) -> String {
+    let d = metric.decimals();
+    format!("{v:.d$}")
 }
 
 pub fn pct(v: f64) -> String {
@@ -66,7 +70,7 @@ pub fn p_value(p: f64) -> String {
 }
 
 /// The human cells of one row.
-fn human_row(c: &CellResult, metric: Metric, compare: bool) -> Vec<String> {
+fn human_row(c: &CellResult, metric: &Metric, compare: bool) -> Vec<String> {
     let measured = c.n > 0;
     let mut row = vec![c.label.clone()];
     if compare {
@@ -130,7 +134,7 @@ fn human_row(c: &CellResult, metric: Metric, compare: bool) -> Vec<String> {
     row
 }
 
-fn header(metric: Metric, compare: bool) -> Vec<String> {
+fn header(metric: &Metric, compare: bool) -> Vec<String> {
     let mut h = vec![if compare { "cell (B)" } else { "cell" }.to_string()];
     if compare {
         h.push("like cell (A)".into());
@@ -166,9 +170,9 @@ pub fn table_rows(cells: &[CellResult], compare: bool) -> (Vec<String>, Vec<Vec<
     let metric = metric_of(cells);
     let rows = cells
         .iter()
-        .map(|c| human_row(c, metric, compare))
+        .map(|c| human_row(c, &metric, compare))
         .collect();
-    (header(metric, compare), rows)
+    (header(&metric, compare), rows)
 }
 
 fn opt(v: Option<f64>) -> serde_json::Value {
@@ -191,6 +195,7 @@ pub fn cell_json(c: &CellResult) -> serde_json::Value {
         "baseline": c.baseline_label,
         "baseline_mean": opt(c.baseline_mean),
         "metric": c.metric,
+        "unit": c.unit,
         "higher_is_better": c.higher_is_better,
         "runs_total": c.runs_total,
         "runs_ok": c.runs_ok,
@@ -222,7 +227,7 @@ fn csv_field(v: &str) -> String {
 }
 
 /// CSV columns, in order: the keys of [`cell_json`] except `dims`.
-const CSV_COLUMNS: [&str; 30] = [
+const CSV_COLUMNS: [&str; 31] = [
     "cell",
     "cell_index",
     "block_size_kb",
@@ -234,6 +239,7 @@ const CSV_COLUMNS: [&str; 30] = [
     "baseline",
     "baseline_mean",
     "metric",
+    "unit",
     "higher_is_better",
     "runs_total",
     "runs_ok",
@@ -309,7 +315,7 @@ fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
     out
 }
 
-pub(super) fn notes(cells: &[CellResult], metric: Metric) -> String {
+pub(super) fn notes(cells: &[CellResult], metric: &Metric) -> String {
     let mut out = format!(
         "metric: {metric} ({} is better); 95% CI: Student t; change: Welch's t-test, significant at p < 0.05\n",
         if metric.higher_is_better() {
@@ -351,14 +357,14 @@ fn render(
             v["cells"] = cells.iter().map(cell_json).collect();
             serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
         }
-        Format::Markdown => markdown(&head, &rows) + "\n" + &notes(cells, metric),
+        Format::Markdown => markdown(&head, &rows) + "\n" + &notes(cells, &metric),
         Format::Table => {
             let mut t = comfy_table::Table::new();
             t.set_header(head);
             for r in rows {
                 t.add_row(r);
             }
-            format!("{t}\n{}{footer}", notes(cells, metric))
+            format!("{t}\n{}{footer}", notes(cells, &metric))
         }
     }
 }
@@ -370,14 +376,53 @@ pub fn render_results(r: &QueryResultsResponse, format: Format) -> String {
     } else {
         format!("catalog: {}\n", r.catalog_path)
     };
-    render(
-        &r.cells,
-        format,
-        false,
-        json!({ "job_id": r.job_id }),
-        &[("job_id", &r.job_id)],
-        &footer,
-    )
+    let mut head = json!({ "job_id": r.job_id });
+    if !r.by_metric.is_empty() {
+        head["by_metric"] = r
+            .by_metric
+            .iter()
+            .map(|m| {
+                json!({
+                    "metric": m.name,
+                    "unit": m.unit,
+                    "higher_is_better": m.higher_is_better,
+                    "cells": m.cells.iter().map(cell_json).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+    }
+    let headline = r
+        .cells
+        .first()
+        .map(|c| c.metric.clone())
+        .unwrap_or_default();
+    let extra: Vec<CellResult> = r
+        .by_metric
+        .iter()
+        .filter(|m| m.name != headline)
+        .flat_map(|m| m.cells.iter().cloned())
+        .collect();
+    match format {
+        Format::Csv => {
+            let mut all = r.cells.clone();
+            all.extend(extra);
+            csv(&all, &[("job_id", &r.job_id)])
+        }
+        Format::Table => {
+            let body = render(&r.cells, format, false, head, &[], "");
+            body + &super::render_metrics::metric_table(&r.by_metric) + &footer
+        }
+        Format::Markdown => {
+            let mut body = render(&r.cells, format, false, head, &[], "");
+            if !r.by_metric.is_empty() {
+                let (h, rows) = super::render_metrics::metric_rows(&r.by_metric);
+                body.push('\n');
+                body.push_str(&markdown(&h, &rows));
+            }
+            body
+        }
+        Format::Json => render(&r.cells, format, false, head, &[], ""),
+    }
 }
 
 /// `blocklab compare`: each cell of job B against the like cell of job A.

@@ -18,8 +18,8 @@ fn cell(label: &str, n: u32) -> CellResult {
 
 #[test]
 fn numbers_for_people() {
-    assert_eq!(num(Metric::Tps, 1234.56), "1234.6");
-    assert_eq!(num(Metric::LatencyP99Ms, 2.34567), "2.346");
+    assert_eq!(num(&Metric::Tps, 1234.56), "1234.6");
+    assert_eq!(num(&Metric::LatencyP99Ms, 2.34567), "2.346");
     assert_eq!(pct(5.7919), "+5.8%");
     assert_eq!(pct(-0.04), "-0.0%");
     assert_eq!(p_value(0.0109), "0.011");
@@ -32,6 +32,7 @@ fn single_run_cells_show_no_spread() {
         job_id: "j".into(),
         cells: vec![cell("a", 1)],
         catalog_path: String::new(),
+        by_metric: Vec::new(),
     };
     let (_, rows) = table_rows(&r.cells, false);
     // n/runs, mean, stddev, CV, CI
@@ -50,6 +51,7 @@ fn csv_and_markdown_escape_their_separators() {
         job_id: "j".into(),
         cells: vec![cell("a,b \"x\"", 2), cell("c|d", 2)],
         catalog_path: String::new(),
+        by_metric: Vec::new(),
     };
     let csv = render_results(&r, Format::Csv);
     assert!(

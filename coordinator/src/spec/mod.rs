@@ -4,11 +4,13 @@
 use std::fmt;
 use std::time::Duration;
 
+mod kind;
 mod memory;
 mod probe;
 mod raw;
 mod validate;
 
+pub use kind::{AS3AP_MIXES, KINDS, MAINTENANCE_STEPS, WorkloadKind};
 pub use memory::{MemoryPolicy, hold_constant, page_unit};
 pub use probe::{PROBE_CHUNKS_KB, ProbeSpec, parse_size, spec_kind};
 pub use validate::validate_configure_flag;
@@ -111,6 +113,7 @@ impl Source {
 /// What the workers run in each measured window.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Workload {
+    pub kind: WorkloadKind,
     pub builtin: String,
     pub scale: u32,
     pub duration: Duration,

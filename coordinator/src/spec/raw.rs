@@ -98,17 +98,32 @@ fn default_clients() -> Vec<u32> {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawWorkload {
-    #[serde(default = "default_builtin")]
-    pub builtin: String,
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub builtin: Option<String>,
     #[serde(default = "one")]
     pub scale: u32,
-    pub duration: String,
+    #[serde(default)]
+    pub duration: Option<String>,
     #[serde(default)]
     pub warmup: Option<String>,
-    #[serde(default = "default_protocol")]
-    pub protocol: String,
+    #[serde(default)]
+    pub protocol: Option<String>,
     #[serde(default = "one")]
     pub threads: u32,
+    #[serde(default)]
+    pub keying_thinking: Option<bool>,
+    #[serde(default)]
+    pub time_scale: Option<f64>,
+    #[serde(default)]
+    pub check: Option<bool>,
+    #[serde(default)]
+    pub mixes: Option<Vec<String>>,
+    #[serde(default)]
+    pub single_user: Option<bool>,
+    #[serde(default)]
+    pub steps: Option<Vec<String>>,
 }
 
 /// A workload variant: any field of `[workload]`, overriding it.
@@ -121,13 +136,12 @@ pub(super) struct RawWorkloadOverride {
     pub warmup: Option<String>,
     pub protocol: Option<String>,
     pub threads: Option<u32>,
-}
-
-fn default_builtin() -> String {
-    "tpcb-like".into()
-}
-fn default_protocol() -> String {
-    "simple".into()
+    pub keying_thinking: Option<bool>,
+    pub time_scale: Option<f64>,
+    pub check: Option<bool>,
+    pub mixes: Option<Vec<String>>,
+    pub single_user: Option<bool>,
+    pub steps: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -89,7 +89,8 @@ fn wrong_type_names_the_field() {
 #[test]
 fn missing_field_is_named() {
     let e = err(&GOOD.replace("duration = \"5s\"", ""));
-    assert_eq!(e.field, "duration", "{e}");
+    assert_eq!(e.field, "workload.duration", "{e}");
+    assert!(e.message.contains("required"), "{e}");
 }
 
 #[test]

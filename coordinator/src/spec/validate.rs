@@ -403,41 +403,56 @@ fn validate_settings(
 }
 
 fn merge_workload(base: &RawWorkload, o: &RawWorkloadOverride) -> RawWorkload {
+    fn pick<T: Clone>(o: &Option<T>, b: &Option<T>) -> Option<T> {
+        o.clone().or_else(|| b.clone())
+    }
     RawWorkload {
-        builtin: o.builtin.clone().unwrap_or_else(|| base.builtin.clone()),
+        kind: base.kind.clone(),
+        builtin: pick(&o.builtin, &base.builtin),
         scale: o.scale.unwrap_or(base.scale),
-        duration: o.duration.clone().unwrap_or_else(|| base.duration.clone()),
-        warmup: o.warmup.clone().or_else(|| base.warmup.clone()),
-        protocol: o.protocol.clone().unwrap_or_else(|| base.protocol.clone()),
+        duration: pick(&o.duration, &base.duration),
+        warmup: pick(&o.warmup, &base.warmup),
+        protocol: pick(&o.protocol, &base.protocol),
         threads: o.threads.unwrap_or(base.threads),
+        keying_thinking: pick(&o.keying_thinking, &base.keying_thinking),
+        time_scale: pick(&o.time_scale, &base.time_scale),
+        check: pick(&o.check, &base.check),
+        mixes: pick(&o.mixes, &base.mixes),
+        single_user: pick(&o.single_user, &base.single_user),
+        steps: pick(&o.steps, &base.steps),
     }
 }
 
 fn validate_workload(prefix: &str, w: &RawWorkload) -> Result<Workload, SpecError> {
-    if !BUILTINS.contains(&w.builtin.as_str()) {
+    let kind = super::kind::validate_kind(prefix, w)?;
+    let builtin = w.builtin.clone().unwrap_or_else(|| "tpcb-like".into());
+    let protocol = w.protocol.clone().unwrap_or_else(|| "simple".into());
+    if !BUILTINS.contains(&builtin.as_str()) {
         return Err(SpecError::new(
             format!("{prefix}.builtin"),
             format!(
-                "{:?} is not a built-in; use one of {}",
-                w.builtin,
+                "{builtin:?} is not a built-in; use one of {}",
                 BUILTINS.join(", ")
             ),
         ));
     }
-    if !PROTOCOLS.contains(&w.protocol.as_str()) {
+    if !PROTOCOLS.contains(&protocol.as_str()) {
         return Err(SpecError::new(
             format!("{prefix}.protocol"),
             format!(
-                "{:?} is not allowed; use one of {}",
-                w.protocol,
+                "{protocol:?} is not allowed; use one of {}",
                 PROTOCOLS.join(", ")
             ),
         ));
     }
-    if !(1..=100_000).contains(&w.scale) {
+    let max_scale = match kind {
+        WorkloadKind::Maintenance { .. } => 10_000,
+        _ => 100_000,
+    };
+    if !(1..=max_scale).contains(&w.scale) {
         return Err(SpecError::new(
             format!("{prefix}.scale"),
-            "must be between 1 and 100000",
+            format!("must be between 1 and {max_scale}"),
         ));
     }
     if !(1..=1024).contains(&w.threads) {
@@ -446,8 +461,20 @@ fn validate_workload(prefix: &str, w: &RawWorkload) -> Result<Workload, SpecErro
             "must be between 1 and 1024",
         ));
     }
-    let duration = parse_duration(&format!("{prefix}.duration"), &w.duration)?;
-    if duration.is_zero() {
+    let duration = match (&w.duration, kind.has_window()) {
+        (Some(d), _) => parse_duration(&format!("{prefix}.duration"), d)?,
+        (None, true) => {
+            return Err(SpecError::new(
+                format!("{prefix}.duration"),
+                format!(
+                    "is required for kind = \"{}\" (e.g. duration = \"60s\")",
+                    kind.name()
+                ),
+            ));
+        }
+        (None, false) => Duration::ZERO,
+    };
+    if duration.is_zero() && kind.has_window() {
         return Err(SpecError::new(
             format!("{prefix}.duration"),
             "must be longer than zero",
@@ -458,11 +485,12 @@ fn validate_workload(prefix: &str, w: &RawWorkload) -> Result<Workload, SpecErro
         None => Duration::ZERO,
     };
     Ok(Workload {
-        builtin: w.builtin.clone(),
+        kind,
+        builtin,
         scale: w.scale,
         duration,
         warmup,
-        protocol: w.protocol.clone(),
+        protocol,
         threads: w.threads,
     })
 }

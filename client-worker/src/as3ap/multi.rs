@@ -1,0 +1,362 @@
+//! The multi-user mixes: every user repeatedly runs OSDB's IR select (`mu_ir_select`) or
+//! OLTP update (`mu_oltp_update`) on `updates` by a random existing key, and the run
+//! reports queries and tuples per second.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use blocklab_proto::fleet::ProgressSink;
+use blocklab_proto::{RunLoadResult, RunLoadTask};
+use tokio::sync::oneshot;
+use tokio_postgres::{Client, SimpleQueryMessage, Statement};
+
+use crate::conn::Target;
+use crate::cpu::CpuTimes;
+use crate::error::{WorkerError, describe};
+use crate::load::LoadControl;
+use crate::prng::PgPrng;
+use crate::stats::ClientStats;
+
+use super::result::{report_live, result};
+
+/// A multi-user mix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mix {
+    Ir,
+    Oltp,
+}
+
+impl Mix {
+    pub fn parse(s: &str) -> Result<Mix, WorkerError> {
+        match s {
+            "mixed-ir" => Ok(Mix::Ir),
+            "mixed-oltp" => Ok(Mix::Oltp),
+            other => Err(WorkerError::InvalidArgument(format!(
+                "workload.as3ap.mix {other:?} is unknown; allowed: mixed-ir, mixed-oltp"
+            ))),
+        }
+    }
+
+    /// The name of its query class and metric prefix.
+    pub fn class(self) -> &'static str {
+        match self {
+            Mix::Ir => "mixed_ir",
+            Mix::Oltp => "mixed_oltp",
+        }
+    }
+
+    fn sql(self) -> &'static str {
+        match self {
+            Mix::Ir => {
+                "select col_key, col_code, col_date, col_signed, col_name from updates where col_key = "
+            }
+            Mix::Oltp => "update updates set col_signed = col_signed + 1 where col_key = ",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    Simple,
+    Extended,
+    Prepared,
+}
+
+fn protocol(s: &str) -> Result<Protocol, WorkerError> {
+    match s {
+        "" | "simple" => Ok(Protocol::Simple),
+        "extended" => Ok(Protocol::Extended),
+        "prepared" => Ok(Protocol::Prepared),
+        other => Err(WorkerError::InvalidArgument(format!(
+            "protocol {other:?} is unknown; allowed: simple, extended, prepared"
+        ))),
+    }
+}
+
+/// One user's connection and random stream.
+struct User {
+    client: Client,
+    conn: tokio::task::JoinHandle<()>,
+    prepared: Option<Statement>,
+    rng: PgPrng,
+}
+
+struct Window {
+    start: Instant,
+    end: Instant,
+    seconds: usize,
+}
+
+struct UserOutcome {
+    stats: ClientStats,
+    tuples: u64,
+    finished: Instant,
+}
+
+/// A random existing key of `updates`: 0, 2, 3, ..., rows (OSDB: "there IS no key 1").
+fn random_key(rng: &mut PgPrng, rows: u64) -> i32 {
+    let k = rng.u64_range(0, rows - 1);
+    let k = if k == 1 { rows } else { k };
+    i32::try_from(k).unwrap_or(i32::MAX)
+}
+
+async fn one(
+    mix: Mix,
+    proto: Protocol,
+    u: &mut User,
+    rows: u64,
+) -> Result<u64, tokio_postgres::Error> {
+    let key = random_key(&mut u.rng, rows);
+    match proto {
+        Protocol::Simple => {
+            let msgs = u
+                .client
+                .simple_query(&format!("{}{key}", mix.sql()))
+                .await?;
+            Ok(msgs
+                .iter()
+                .map(|m| match (mix, m) {
+                    (Mix::Ir, SimpleQueryMessage::Row(_)) => 1,
+                    (Mix::Oltp, SimpleQueryMessage::CommandComplete(n)) => *n,
+                    _ => 0,
+                })
+                .sum())
+        }
+        Protocol::Extended | Protocol::Prepared => {
+            let sql = format!("{}$1", mix.sql());
+            let n = match (&u.prepared, mix) {
+                (Some(st), Mix::Ir) => u.client.query(st, &[&key]).await?.len() as u64,
+                (Some(st), Mix::Oltp) => u.client.execute(st, &[&key]).await?,
+                (None, Mix::Ir) => u.client.query(sql.as_str(), &[&key]).await?.len() as u64,
+                (None, Mix::Oltp) => u.client.execute(sql.as_str(), &[&key]).await?,
+            };
+            Ok(n)
+        }
+    }
+}
+
+async fn drive(
+    mix: Mix,
+    proto: Protocol,
+    mut u: User,
+    rows: u64,
+    w: Arc<Window>,
+    stop: Arc<AtomicBool>,
+    live: Arc<AtomicU64>,
+) -> UserOutcome {
+    let mut stats = ClientStats::new(w.seconds);
+    let mut tuples = 0;
+    let mut finished = w.start;
+    while !stop.load(Ordering::Relaxed) && Instant::now() < w.end {
+        let t0 = Instant::now();
+        let res = one(mix, proto, &mut u, rows).await;
+        let t1 = Instant::now();
+        let counted = t0 >= w.start;
+        let second = t1.saturating_duration_since(w.start).as_secs() as usize;
+        match res {
+            Ok(n) if counted => {
+                stats.record(second, t1 - t0);
+                tuples += n;
+                live.fetch_add(1, Ordering::Relaxed);
+                finished = t1;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                if counted {
+                    stats.record_failure(second, || describe(&e));
+                    finished = t1;
+                }
+                if u.client.is_closed() {
+                    tracing::warn!(error = %describe(&e), "as3ap user lost its connection");
+                    break;
+                }
+            }
+        }
+    }
+    drop(u.client);
+    let _ = u.conn.await;
+    UserOutcome {
+        stats,
+        tuples,
+        finished,
+    }
+}
+
+async fn connect(
+    target: &Target,
+    mix: Mix,
+    proto: Protocol,
+    rng: PgPrng,
+) -> Result<(User, Duration), WorkerError> {
+    let started = Instant::now();
+    let (client, conn) = target.connect().await?;
+    let prepared = if proto == Protocol::Prepared {
+        let sql = format!("{}$1", mix.sql());
+        Some(
+            client
+                .prepare(&sql)
+                .await
+                .map_err(|e| WorkerError::sql("preparing the as3ap query", &e))?,
+        )
+    } else {
+        None
+    };
+    Ok((
+        User {
+            client,
+            conn,
+            prepared,
+            rng,
+        },
+        started.elapsed(),
+    ))
+}
+
+/// Runs `mix` with `t.clients` users against a database of `rows` rows per table.
+pub async fn run_mix(
+    t: &RunLoadTask,
+    rows: u64,
+    mix: Mix,
+    progress: &ProgressSink,
+    ctl: &LoadControl,
+    go: Option<oneshot::Receiver<()>>,
+) -> Result<RunLoadResult, WorkerError> {
+    let proto = protocol(&t.protocol)?;
+    if t.clients == 0 {
+        return Err(WorkerError::InvalidArgument(
+            "clients must be at least 1".into(),
+        ));
+    }
+    if t.duration_ms == 0 {
+        return Err(WorkerError::InvalidArgument(
+            "duration_ms must be positive for an as3ap mix".into(),
+        ));
+    }
+    let conninfo = t
+        .conninfo
+        .as_ref()
+        .ok_or_else(|| WorkerError::InvalidArgument("conninfo is missing".into()))?;
+    let target = Target::parse(&conninfo.to_conninfo_string())?;
+    let random_seed = crate::load::effective_seed((t.random_seed != 0).then_some(t.random_seed));
+    // As the pgbench engine: one draw of the base sequence seeds each user, and users of
+    // other workers take the draws before ours.
+    let mut base = PgPrng::seed(random_seed);
+    for _ in 0..t.client_id_offset {
+        base.next_u64();
+    }
+    let begin = Instant::now();
+    let opened = futures::future::join_all(
+        (0..t.clients).map(|_| connect(&target, mix, proto, PgPrng::seed(base.next_u64()))),
+    )
+    .await;
+    let mut users = Vec::with_capacity(opened.len());
+    let mut conn_total = Duration::ZERO;
+    for r in opened {
+        let (u, d) = r?;
+        conn_total += d;
+        users.push(u);
+    }
+    let connection_elapsed = begin.elapsed();
+    tracing::info!(
+        mix = mix.class(),
+        clients = t.clients,
+        rows,
+        "as3ap users connected"
+    );
+    if let Some(go) = go {
+        progress.stage("ready", "").await;
+        tokio::select! {
+            r = go => if r.is_err() { return Err(WorkerError::Run("the go signal was dropped".into())) },
+            _ = ctl.stopped.notified() => return Err(WorkerError::Run("cancelled before the go".into())),
+        }
+    }
+    let duration = Duration::from_millis(t.duration_ms);
+    let start = Instant::now() + Duration::from_millis(t.warmup_ms);
+    let w = Arc::new(Window {
+        start,
+        end: start + duration,
+        seconds: duration.as_secs_f64().ceil().max(1.0) as usize,
+    });
+    let live = Arc::new(AtomicU64::new(0));
+    let handles: Vec<_> = users
+        .into_iter()
+        .map(|u| {
+            tokio::spawn(drive(
+                mix,
+                proto,
+                u,
+                rows,
+                w.clone(),
+                ctl.stop.clone(),
+                live.clone(),
+            ))
+        })
+        .collect();
+    if t.warmup_ms > 0 {
+        progress
+            .stage(
+                "warming-up",
+                &format!("{} s warm-up", t.warmup_ms as f64 / 1e3),
+            )
+            .await;
+        tokio::select! {
+            _ = tokio::time::sleep_until(tokio::time::Instant::from_std(start)) => {}
+            _ = ctl.stopped.notified() => {}
+        }
+    }
+    let cpu_before = CpuTimes::now();
+    progress
+        .stage(
+            "measuring",
+            &format!("{} s measured", duration.as_secs_f64()),
+        )
+        .await;
+    let reporter = tokio::spawn(report_live(live.clone(), progress.clone()));
+    let mut total = ClientStats::new(w.seconds);
+    let mut tuples = 0u64;
+    let mut last_finish = w.start;
+    for h in handles {
+        let o = h
+            .await
+            .map_err(|_| WorkerError::Run("an as3ap user panicked".into()))?;
+        total.merge(&o.stats);
+        tuples += o.tuples;
+        last_finish = last_finish.max(o.finished);
+    }
+    reporter.abort();
+    let cpu = CpuTimes::now().since(cpu_before);
+    let measured_s = last_finish.saturating_duration_since(w.start).as_secs_f64();
+    if total.transactions == 0 && !ctl.stop.load(Ordering::Relaxed) {
+        return Err(WorkerError::Run(format!(
+            "no as3ap query succeeded ({} failed): {}",
+            total.failures,
+            total.first_error.as_deref().unwrap_or("no error recorded")
+        )));
+    }
+    let tup_per_s = if measured_s > 0.0 {
+        tuples as f64 / measured_s
+    } else {
+        0.0
+    };
+    tracing::info!(
+        mix = mix.class(),
+        queries = total.transactions,
+        failures = total.failures,
+        tuples,
+        tup_per_s,
+        "as3ap mix finished"
+    );
+    Ok(result(
+        t,
+        &total,
+        tuples,
+        mix,
+        measured_s,
+        connection_elapsed,
+        conn_total,
+        cpu,
+        random_seed,
+        tup_per_s,
+    ))
+}

@@ -1,0 +1,249 @@
+//! The terminals of a run: each with its own connection, home warehouse and district, the
+//! standard mix dealt from a shuffled deck, optional keying and thinking times, and its
+//! measurements of the window.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use super::rand::Rng;
+use super::txn::{Outcome, Terminal};
+use crate::error::{WorkerError, describe};
+use crate::stats::ClientStats;
+
+/// The five transaction types, in the order of [`NAMES`].
+pub const KINDS: usize = 5;
+pub const NAMES: [&str; KINDS] = [
+    "new_order",
+    "payment",
+    "order_status",
+    "delivery",
+    "stock_level",
+];
+/// Cards per type in a deck of 100: 45% New-Order, 43% Payment, 4% each of the rest.
+const DECK: [u32; KINDS] = [45, 43, 4, 4, 4];
+/// Keying times and mean think times in seconds (clause 5.2.5.7).
+const KEYING_S: [f64; KINDS] = [18.0, 3.0, 2.0, 2.0, 2.0];
+const THINK_S: [f64; KINDS] = [12.0, 12.0, 10.0, 5.0, 5.0];
+
+/// When the run warms up, measures and ends.
+#[derive(Clone, Copy, Debug)]
+pub struct Timeline {
+    pub window_start: Instant,
+    pub end: Instant,
+    pub window_seconds: usize,
+}
+
+/// What every terminal shares: the cancellation flag, the abort flag a terminal raises
+/// when its connection breaks, and the live count of completed transactions.
+#[derive(Debug, Default)]
+pub struct Shared {
+    pub stop: Arc<AtomicBool>,
+    pub abort: AtomicBool,
+    pub live: AtomicU64,
+}
+
+impl Shared {
+    fn halted(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.abort.load(Ordering::Relaxed)
+    }
+}
+
+/// Keying and thinking: off, or on with the times multiplied by a scale.
+#[derive(Clone, Copy, Debug)]
+pub struct Pace {
+    pub keying_thinking: bool,
+    pub time_scale: f64,
+}
+
+/// One terminal's (or, merged, the worker's) measurements of the window.
+#[derive(Clone, Debug)]
+pub struct TermStats {
+    pub all: ClientStats,
+    pub kinds: Vec<ClientStats>,
+    pub rollbacks: [u64; KINDS],
+    /// The first error, even outside the window (for "no transaction completed").
+    pub first_error: Option<String>,
+}
+
+impl TermStats {
+    pub fn new(window_seconds: usize) -> TermStats {
+        TermStats {
+            all: ClientStats::new(window_seconds),
+            kinds: (0..KINDS).map(|_| ClientStats::new(1)).collect(),
+            rollbacks: [0; KINDS],
+            first_error: None,
+        }
+    }
+
+    pub fn merge(&mut self, o: &TermStats) {
+        self.all.merge(&o.all);
+        for (a, b) in self.kinds.iter_mut().zip(&o.kinds) {
+            a.merge(b);
+        }
+        for (a, b) in self.rollbacks.iter_mut().zip(o.rollbacks) {
+            *a += b;
+        }
+        if self.first_error.is_none() {
+            self.first_error.clone_from(&o.first_error);
+        }
+    }
+}
+
+/// A shuffled deck of 100 transaction cards, reshuffled when used up (as DBT-2 deals).
+struct Deck {
+    cards: Vec<usize>,
+    next: usize,
+}
+
+impl Deck {
+    fn new(rng: &mut Rng) -> Deck {
+        let mut cards = Vec::with_capacity(100);
+        for (kind, n) in DECK.iter().enumerate() {
+            cards.extend(std::iter::repeat_n(kind, *n as usize));
+        }
+        let mut d = Deck { cards, next: 0 };
+        d.shuffle(rng);
+        d
+    }
+
+    fn shuffle(&mut self, rng: &mut Rng) {
+        for i in (1..self.cards.len()).rev() {
+            let j = rng.uniform(0, i as i64) as usize;
+            self.cards.swap(i, j);
+        }
+        self.next = 0;
+    }
+
+    fn deal(&mut self, rng: &mut Rng) -> usize {
+        if self.next >= self.cards.len() {
+            self.shuffle(rng);
+        }
+        self.next += 1;
+        self.cards[self.next - 1]
+    }
+}
+
+/// Sleeps `secs` seconds in short steps, so cancellation is noticed; false when the run
+/// ends (window over, stopped or aborted) before the pause does.
+async fn pause(secs: f64, end: Instant, shared: &Shared) -> bool {
+    let until = Instant::now() + Duration::from_secs_f64(secs.max(0.0));
+    loop {
+        if shared.halted() {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= end {
+            return false;
+        }
+        if now >= until {
+            return true;
+        }
+        let step = until.min(end).min(now + Duration::from_millis(100));
+        tokio::time::sleep_until(tokio::time::Instant::from_std(step)).await;
+    }
+}
+
+fn is_retryable(e: &tokio_postgres::Error) -> bool {
+    e.as_db_error()
+        .is_some_and(|db| matches!(db.code().code(), "40001" | "40P01"))
+}
+
+/// Runs terminal `id` until the window ends; an error only when its connection breaks.
+pub async fn terminal(
+    id: u32,
+    mut t: Terminal,
+    tl: Timeline,
+    shared: Arc<Shared>,
+    pace: Pace,
+) -> Result<TermStats, WorkerError> {
+    let mut stats = TermStats::new(tl.window_seconds);
+    let mut deck = Deck::new(&mut t.rng);
+    loop {
+        if shared.halted() || Instant::now() >= tl.end {
+            break;
+        }
+        let kind = deck.deal(&mut t.rng);
+        if pace.keying_thinking && !pause(KEYING_S[kind] * pace.time_scale, tl.end, &shared).await {
+            break;
+        }
+        let t0 = Instant::now();
+        let res = match kind {
+            0 => t.new_order().await,
+            1 => t.payment().await,
+            2 => t.order_status().await,
+            3 => t.delivery().await,
+            _ => t.stock_level().await,
+        };
+        let done = Instant::now();
+        let in_window = done >= tl.window_start && done <= tl.end;
+        let second = done.saturating_duration_since(tl.window_start).as_secs() as usize;
+        match res {
+            Ok(outcome) => {
+                shared.live.fetch_add(1, Ordering::Relaxed);
+                if in_window {
+                    let latency = done - t0;
+                    stats.all.record(second, latency);
+                    stats.kinds[kind].record(0, latency);
+                    if outcome == Outcome::RolledBack {
+                        stats.rollbacks[kind] += 1;
+                    }
+                }
+            }
+            Err(e) => {
+                let msg = describe(&e);
+                if e.is_closed() || t.client.is_closed() {
+                    shared.abort.store(true, Ordering::Relaxed);
+                    return Err(WorkerError::Run(format!(
+                        "tpcc terminal {id}: connection lost during {}: {msg}",
+                        NAMES[kind]
+                    )));
+                }
+                // Leave the failed transaction; a failure here shows on the next statement.
+                let _ = t.client.batch_execute("rollback").await;
+                let msg = format!("{}: {msg}", NAMES[kind]);
+                if !is_retryable(&e) {
+                    tracing::debug!(terminal = id, error = %msg, "tpcc transaction failed");
+                }
+                if stats.first_error.is_none() && !is_retryable(&e) {
+                    stats.first_error = Some(msg.clone());
+                }
+                if in_window {
+                    stats.all.record_failure(second, || msg.clone());
+                    stats.kinds[kind].record_failure(0, || msg);
+                }
+            }
+        }
+        if pace.keying_thinking {
+            let think = t.rng.neg_exp(THINK_S[kind] * pace.time_scale);
+            if !pause(think, tl.end, &shared).await {
+                break;
+            }
+        }
+    }
+    if stats.first_error.is_none() {
+        stats.first_error.clone_from(&stats.all.first_error);
+    }
+    Ok(stats)
+}
+
+/// Every second of the window, the completed transactions of the last second as
+/// `live_tps=N` on the task's progress.
+pub async fn report_live(
+    shared: Arc<Shared>,
+    sink: blocklab_proto::fleet::ProgressSink,
+    from: Instant,
+) {
+    tokio::time::sleep_until(tokio::time::Instant::from_std(from)).await;
+    let mut last = shared.live.load(Ordering::Relaxed);
+    let mut at = Instant::now();
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = shared.live.load(Ordering::Relaxed);
+        let secs = at.elapsed().as_secs_f64();
+        at = Instant::now();
+        let tps = now.wrapping_sub(last) as f64 / secs.max(1e-3);
+        last = now;
+        sink.stage("measuring", &format!("live_tps={tps:.1}")).await;
+    }
+}

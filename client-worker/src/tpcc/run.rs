@@ -1,0 +1,262 @@
+//! A run's share on this worker: connect every terminal, report "ready", wait for the go,
+//! warm up, measure, and fold the terminals' measurements into a `RunLoadResult`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use blocklab_proto::fleet::ProgressSink;
+use blocklab_proto::{RunLoadResult, RunLoadTask, TxnTypeStats, WorkloadMetric};
+use tokio::sync::oneshot;
+
+use super::driver::{KINDS, NAMES, Pace, Shared, TermStats, Timeline, report_live, terminal};
+use super::rand::{NuConstants, Rng};
+use super::txn::Terminal;
+use super::{DISTRICTS, TpccOptions};
+use crate::conn::Target;
+use crate::cpu::CpuTimes;
+use crate::error::{WorkerError, describe};
+use crate::load::LoadControl;
+use crate::stats::{self, quantile_ms, serialize_histogram};
+
+/// The seed of terminal `k`'s generator, from the run's seed.
+fn terminal_seed(seed: u64, k: u32) -> u64 {
+    let mut r = Rng::seed(seed ^ 0x7e41_0000_0000_0000);
+    r.next_u64()
+        .wrapping_add(u64::from(k).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+async fn connect_terminal(
+    target: &Target,
+    k: u32,
+    warehouses: i32,
+    seed: u64,
+    c: NuConstants,
+) -> Result<(Terminal, Duration), WorkerError> {
+    let t0 = Instant::now();
+    let (client, _task) = target.connect().await?;
+    let home = (
+        (k % warehouses as u32) as i32 + 1,
+        ((k / warehouses as u32) % DISTRICTS as u32) as i32 + 1,
+        warehouses,
+    );
+    let term = Terminal::prepare(client, Rng::seed(terminal_seed(seed, k)), home, c)
+        .await
+        .map_err(|e| WorkerError::Sql {
+            context: format!(
+                "tpcc terminal {k}: preparing the statements (load the tpcc data first)"
+            ),
+            reason: describe(&e),
+        })?;
+    Ok((term, t0.elapsed()))
+}
+
+pub async fn run(
+    t: &RunLoadTask,
+    progress: &ProgressSink,
+    ctl: &LoadControl,
+    go: Option<oneshot::Receiver<()>>,
+) -> Result<RunLoadResult, WorkerError> {
+    let o = TpccOptions::from_kind(t.workload.as_ref())?;
+    if t.clients == 0 {
+        return Err(WorkerError::InvalidArgument(
+            "clients must be at least 1".into(),
+        ));
+    }
+    if t.duration_ms == 0 {
+        return Err(WorkerError::InvalidArgument(
+            "duration_ms must be positive for a tpcc run".into(),
+        ));
+    }
+    let conninfo = t.conninfo.clone().unwrap_or_default().to_conninfo_string();
+    let target = Target::parse(&conninfo)?;
+    let seed = crate::load::effective_seed((t.random_seed != 0).then_some(t.random_seed));
+    let c = NuConstants::for_run(&mut Rng::seed(seed));
+    let w = i32::try_from(o.warehouses)
+        .map_err(|_| WorkerError::InvalidArgument("warehouses is too large".into()))?;
+    tracing::info!(target = %target.display, terminals = t.clients, warehouses = w, seed,
+        keying_thinking = o.keying_thinking, time_scale = o.time_scale, "starting tpcc run");
+
+    let begin = Instant::now();
+    let connects = (0..t.clients).map(|i| {
+        let k = t.client_id_offset.wrapping_add(i);
+        connect_terminal(&target, k, w, seed, c)
+    });
+    let mut terms = Vec::with_capacity(t.clients as usize);
+    let mut conn_total = Duration::ZERO;
+    for r in futures::future::join_all(connects).await {
+        let (term, took) = r?;
+        conn_total += took;
+        terms.push(term);
+    }
+    let connection_elapsed = begin.elapsed();
+    progress.stage("ready", "").await;
+    tracing::info!(terminals = t.clients, "all tpcc terminals connected");
+    if let Some(go) = go {
+        if ctl.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(WorkerError::Run("cancelled before the go".into()));
+        }
+        tokio::select! {
+            r = go => if r.is_err() { return Err(WorkerError::Run("the go signal was dropped".into())) },
+            _ = ctl.stopped.notified() => return Err(WorkerError::Run("cancelled before the go".into())),
+        }
+    }
+
+    let start = Instant::now();
+    let duration = Duration::from_millis(t.duration_ms);
+    let tl = Timeline {
+        window_start: start + Duration::from_millis(t.warmup_ms),
+        end: start + Duration::from_millis(t.warmup_ms) + duration,
+        window_seconds: duration.as_secs_f64().ceil().max(1.0) as usize,
+    };
+    let shared = Arc::new(Shared {
+        stop: ctl.stop.clone(),
+        ..Shared::default()
+    });
+    let pace = Pace {
+        keying_thinking: o.keying_thinking,
+        time_scale: o.time_scale,
+    };
+    let handles: Vec<_> = terms
+        .into_iter()
+        .enumerate()
+        .map(|(i, term)| {
+            let id = t.client_id_offset.wrapping_add(i as u32);
+            tokio::spawn(terminal(id, term, tl, shared.clone(), pace))
+        })
+        .collect();
+    if t.warmup_ms > 0 {
+        let msg = format!("{} s warm-up", t.warmup_ms as f64 / 1e3);
+        progress.stage("warming-up", &msg).await;
+        tokio::time::sleep_until(tokio::time::Instant::from_std(tl.window_start)).await;
+    }
+    let cpu_before = CpuTimes::now();
+    let msg = format!("{} s measured", duration.as_secs_f64());
+    progress.stage("measuring", &msg).await;
+    let live = tokio::spawn(report_live(
+        shared.clone(),
+        progress.clone(),
+        tl.window_start,
+    ));
+
+    let mut total = TermStats::new(tl.window_seconds);
+    let mut first_err = None;
+    for h in handles {
+        match h.await {
+            Ok(Ok(s)) => total.merge(&s),
+            Ok(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            Err(e) => {
+                first_err.get_or_insert(WorkerError::Run(format!("a tpcc terminal panicked: {e}")));
+            }
+        }
+    }
+    live.abort();
+    let cpu = CpuTimes::now().since(cpu_before);
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    if ctl.stop.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(WorkerError::Run("cancelled".into()));
+    }
+    let measured = Instant::now()
+        .min(tl.end)
+        .saturating_duration_since(tl.window_start);
+    let r = build_result(
+        t,
+        &total,
+        measured.as_secs_f64(),
+        (connection_elapsed, conn_total),
+        cpu,
+        seed,
+    );
+    tracing::info!(
+        transactions = r.transactions,
+        failures = r.failures,
+        notpm = r.metrics.first().map_or(0.0, |m| m.value),
+        "tpcc run finished"
+    );
+    if r.transactions == 0 {
+        return Err(WorkerError::Run(format!(
+            "no tpcc transaction completed ({} failed): {}",
+            r.failures,
+            total.first_error.as_deref().unwrap_or("no error recorded")
+        )));
+    }
+    Ok(r)
+}
+
+fn build_result(
+    t: &RunLoadTask,
+    total: &TermStats,
+    measured_s: f64,
+    (conn_elapsed, conn_total): (Duration, Duration),
+    cpu: CpuTimes,
+    seed: u64,
+) -> RunLoadResult {
+    let all = &total.all;
+    let h = &all.histogram;
+    let (avg, sd) = all.latency_avg_stddev_ms();
+    let txn_types: Vec<TxnTypeStats> = (0..KINDS)
+        .map(|k| TxnTypeStats {
+            name: NAMES[k].into(),
+            count: total.kinds[k].transactions,
+            rollbacks: total.rollbacks[k],
+            failures: total.kinds[k].failures,
+            latency_histogram: serialize_histogram(&total.kinds[k].histogram),
+            rows: 0,
+        })
+        .collect();
+    let notpm = if measured_s > 0.0 {
+        total.kinds[0].transactions as f64 * 60.0 / measured_s
+    } else {
+        0.0
+    };
+    RunLoadResult {
+        transactions: all.transactions,
+        failures: all.failures,
+        tps_including_connections: stats::tps_including_connections(
+            all.transactions,
+            measured_s,
+            conn_total.as_secs_f64(),
+            t.clients,
+        ),
+        tps_excluding_connections: stats::tps_excluding_connections(all.transactions, measured_s),
+        latency_avg_ms: avg,
+        latency_stddev_ms: sd,
+        latency_p50_ms: quantile_ms(h, 0.5),
+        latency_p90_ms: quantile_ms(h, 0.9),
+        latency_p99_ms: quantile_ms(h, 0.99),
+        latency_p999_ms: quantile_ms(h, 0.999),
+        latency_max_ms: if h.is_empty() {
+            0.0
+        } else {
+            h.max() as f64 / 1e3
+        },
+        connection_time_ms: conn_elapsed.as_secs_f64() * 1e3,
+        measured_seconds: measured_s,
+        client_cpu_user_s: cpu.user_s,
+        client_cpu_system_s: cpu.system_s,
+        samples: all
+            .samples()
+            .into_iter()
+            .map(|s| blocklab_proto::PerSecondSample {
+                second: s.second,
+                transactions: s.transactions,
+                latency_avg_ms: s.latency_avg_ms,
+                failures: s.failures,
+            })
+            .collect(),
+        latency_histogram: serialize_histogram(h),
+        random_seed: seed,
+        clients: t.clients,
+        metrics: vec![WorkloadMetric {
+            name: "notpm".into(),
+            value: notpm,
+            unit: "NOTPM".into(),
+            higher_is_better: true,
+        }],
+        txn_types,
+        ..RunLoadResult::default()
+    }
+}

@@ -1,0 +1,364 @@
+//! What a run measures, per workload kind: pgbench scripts, the TPC-C-like mix (parallel
+//! load, terminals, consistency checks), the AS3AP-like suite (single-user queries, then the
+//! multi-user mixes) and the maintenance timings (done by the agent on its own server).
+
+use std::time::{Duration, Instant};
+
+use blocklab_proto::v1::{
+    As3apParams, ConnInfo, InitDataTask, RunLoadResult, RunLoadTask, RunMaintenanceTask,
+    TpccParams, WorkloadKind as WireKind, WorkloadMetric, WorkloadStepResult, WorkloadStepTask,
+    task, task_result::Outcome,
+};
+use futures::future::join_all;
+
+use crate::catalog::RunOutcome;
+use crate::run::{Failure, INIT_TIMEOUT, RunCtx, fail, unexpected};
+use crate::run_window::{Window, add_deltas, deltas};
+use crate::scheduler::Scheduler;
+use crate::spec::{Workload, WorkloadKind};
+use crate::workload_metrics as wm;
+
+const MAINTENANCE_TIMEOUT: Duration = Duration::from_secs(6 * 60 * 60);
+
+impl WorkloadKind {
+    /// Whether runs of this kind use client workers.
+    pub fn has_workers(&self) -> bool {
+        !matches!(self, WorkloadKind::Maintenance { .. })
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The wire form of a TPC-C-like or AS3AP-like workload at a cell's scale.
+fn wire_kind(w: &Workload, scale: u32, mix: &str) -> WireKind {
+    match &w.kind {
+        WorkloadKind::Tpcc {
+            keying_thinking,
+            time_scale,
+            ..
+        } => WireKind {
+            kind: "tpcc".into(),
+            tpcc: Some(TpccParams {
+                warehouses: scale,
+                keying_thinking: *keying_thinking,
+                time_scale: *time_scale,
+            }),
+            as3ap: None,
+        },
+        _ => WireKind {
+            kind: "as3ap".into(),
+            tpcc: None,
+            as3ap: Some(As3apParams {
+                rows: u64::from(scale) * 1000,
+                mix: mix.to_string(),
+            }),
+        },
+    }
+}
+
+/// One random seed for all workers of a run, so they share the workload's constants.
+fn run_seed() -> u64 {
+    uuid::Uuid::new_v4().as_u64_pair().0 | 1
+}
+
+fn outcome(w: Window, metrics: Vec<WorkloadMetric>) -> RunOutcome {
+    RunOutcome {
+        result: w.merged,
+        shares: w.shares,
+        stats: w.stats,
+        suspect: w.suspect,
+        metrics: wm::dedup(metrics),
+    }
+}
+
+impl Scheduler {
+    pub(crate) async fn measure(&self, ctx: &RunCtx<'_>) -> Result<RunOutcome, Failure> {
+        let server = self.prepare(ctx).await?;
+        let conninfo = server.conninfo.clone().unwrap_or_default();
+        let workload = ctx.spec.cell_workload(ctx.cell);
+        match &workload.kind {
+            WorkloadKind::Pgbench => self.measure_pgbench(ctx, workload, conninfo).await,
+            WorkloadKind::Tpcc { check, .. } => {
+                self.measure_tpcc(ctx, workload, conninfo, *check).await
+            }
+            WorkloadKind::As3ap { single_user, mixes } => {
+                self.measure_as3ap(ctx, workload, conninfo, *single_user, mixes)
+                    .await
+            }
+            WorkloadKind::Maintenance { steps } => self.measure_maintenance(ctx, steps).await,
+        }
+    }
+
+    async fn measure_pgbench(
+        &self,
+        ctx: &RunCtx<'_>,
+        workload: &Workload,
+        conninfo: ConnInfo,
+    ) -> Result<RunOutcome, Failure> {
+        let init = InitDataTask {
+            conninfo: Some(conninfo.clone()),
+            scale: ctx.cell.scale,
+        };
+        match ctx.workers[0]
+            .call(
+                ctx.run_id,
+                ctx.attempt,
+                task::Kind::InitData(init),
+                INIT_TIMEOUT,
+            )
+            .await
+        {
+            Ok(Outcome::InitData(_)) => {}
+            other => return Err(unexpected("loading-data", other)),
+        }
+        let w = self
+            .window(
+                ctx,
+                workload.duration + workload.warmup,
+                workload.threads,
+                |clients, offset| RunLoadTask {
+                    conninfo: Some(conninfo.clone()),
+                    builtin: workload.builtin.clone(),
+                    clients,
+                    threads: workload.threads.min(clients).max(1),
+                    duration_ms: millis(workload.duration),
+                    warmup_ms: millis(workload.warmup),
+                    protocol: workload.protocol.clone(),
+                    scale: ctx.cell.scale,
+                    client_id_offset: offset,
+                    ..Default::default()
+                },
+            )
+            .await?;
+        Ok(outcome(w, Vec::new()))
+    }
+
+    /// One step on each of `workers` (all in parallel, as parts of one job).
+    async fn steps(
+        &self,
+        ctx: &RunCtx<'_>,
+        workers: usize,
+        kind: &WireKind,
+        conninfo: &ConnInfo,
+        step: &str,
+    ) -> Result<Vec<WorkloadStepResult>, Failure> {
+        let stage = if step == "check" {
+            "checking"
+        } else {
+            "loading-data"
+        };
+        let parts = u32::try_from(workers).unwrap_or(1);
+        let calls = ctx.workers[..workers].iter().enumerate().map(|(i, w)| {
+            let t = WorkloadStepTask {
+                conninfo: Some(conninfo.clone()),
+                workload: Some(kind.clone()),
+                step: step.to_string(),
+                part: u32::try_from(i).unwrap_or(0),
+                parts,
+            };
+            w.call(
+                ctx.run_id,
+                ctx.attempt,
+                task::Kind::WorkloadStep(t),
+                INIT_TIMEOUT,
+            )
+        });
+        let mut out = Vec::new();
+        for r in join_all(calls).await {
+            match r {
+                Ok(Outcome::WorkloadStep(s)) => out.push(s),
+                other => return Err(unexpected(stage, other)),
+            }
+        }
+        Ok(out)
+    }
+
+    async fn measure_tpcc(
+        &self,
+        ctx: &RunCtx<'_>,
+        workload: &Workload,
+        conninfo: ConnInfo,
+        check: bool,
+    ) -> Result<RunOutcome, Failure> {
+        let kind = wire_kind(workload, ctx.cell.scale, "");
+        let seed = run_seed();
+        let loading = Instant::now();
+        self.steps(ctx, 1, &kind, &conninfo, "schema").await?;
+        let loaders = ctx.workers.len().min(ctx.cell.scale as usize).max(1);
+        self.steps(ctx, loaders, &kind, &conninfo, "load").await?;
+        self.steps(ctx, 1, &kind, &conninfo, "finish").await?;
+        let load_s = loading.elapsed().as_secs_f64();
+        let w = self
+            .window(
+                ctx,
+                workload.duration + workload.warmup,
+                ctx.cell.clients,
+                |clients, offset| RunLoadTask {
+                    conninfo: Some(conninfo.clone()),
+                    clients,
+                    threads: clients.max(1),
+                    duration_ms: millis(workload.duration),
+                    warmup_ms: millis(workload.warmup),
+                    scale: ctx.cell.scale,
+                    client_id_offset: offset,
+                    workload: Some(kind.clone()),
+                    random_seed: seed,
+                    ..Default::default()
+                },
+            )
+            .await?;
+        let mut metrics = wm::tpcc(&w.merged);
+        if check {
+            let _ = self
+                .catalog
+                .set_stage(ctx.run_id, ctx.attempt, "checking")
+                .await;
+            let checked = self.steps(ctx, 1, &kind, &conninfo, "check").await?;
+            let passed = checked.first().map_or(0, |c| c.notes.len());
+            tracing::info!(
+                run_id = ctx.run_id,
+                conditions = passed,
+                "tpc-c consistency checks passed"
+            );
+            metrics.push(wm::metric(
+                "tpcc.consistency_checks",
+                passed as f64,
+                "count",
+                true,
+            ));
+        }
+        metrics.push(wm::metric("tpcc.load_s", load_s, "s", false));
+        Ok(outcome(w, metrics))
+    }
+
+    async fn measure_as3ap(
+        &self,
+        ctx: &RunCtx<'_>,
+        workload: &Workload,
+        conninfo: ConnInfo,
+        single_user: bool,
+        mixes: &[String],
+    ) -> Result<RunOutcome, Failure> {
+        let kind = wire_kind(workload, ctx.cell.scale, "");
+        let mut metrics = Vec::new();
+        for s in self.steps(ctx, 1, &kind, &conninfo, "load").await? {
+            metrics.extend(s.metrics);
+        }
+        if single_user {
+            let _ = self
+                .catalog
+                .set_stage(ctx.run_id, ctx.attempt, "single-user")
+                .await;
+            self.changed(ctx.job_id);
+            for s in self.steps(ctx, 1, &kind, &conninfo, "single-user").await? {
+                metrics.extend(s.metrics);
+            }
+        }
+        let mut first: Option<Window> = None;
+        let seed = run_seed();
+        for mix in mixes {
+            let mix_kind = wire_kind(workload, ctx.cell.scale, mix);
+            let w = self
+                .window(
+                    ctx,
+                    workload.duration + workload.warmup,
+                    ctx.cell.clients,
+                    |clients, offset| RunLoadTask {
+                        conninfo: Some(conninfo.clone()),
+                        clients,
+                        threads: clients.max(1),
+                        duration_ms: millis(workload.duration),
+                        warmup_ms: millis(workload.warmup),
+                        scale: ctx.cell.scale,
+                        client_id_offset: offset,
+                        workload: Some(mix_kind.clone()),
+                        random_seed: seed,
+                        ..Default::default()
+                    },
+                )
+                .await?;
+            metrics.extend(wm::as3ap_mix(mix, &w.merged));
+            match first.as_mut() {
+                None => first = Some(w),
+                Some(f) => {
+                    add_deltas(&mut f.stats, &w.stats);
+                    for s in w.suspect {
+                        if !f.suspect.contains(&s) {
+                            f.suspect.push(s);
+                        }
+                    }
+                }
+            }
+        }
+        let w = first.unwrap_or_else(|| Window {
+            merged: RunLoadResult::default(),
+            shares: Vec::new(),
+            stats: Vec::new(),
+            suspect: Vec::new(),
+        });
+        Ok(outcome(w, metrics))
+    }
+
+    async fn measure_maintenance(
+        &self,
+        ctx: &RunCtx<'_>,
+        steps: &[String],
+    ) -> Result<RunOutcome, Failure> {
+        let _ = self
+            .catalog
+            .set_stage(ctx.run_id, ctx.attempt, "maintenance")
+            .await;
+        self.changed(ctx.job_id);
+        let before = self
+            .snapshot(ctx.agent, ctx.run_id, ctx.attempt, false)
+            .await?;
+        let task = RunMaintenanceTask {
+            scale: ctx.cell.scale,
+            steps: steps.to_vec(),
+        };
+        let result = match ctx
+            .agent
+            .call(
+                ctx.run_id,
+                ctx.attempt,
+                task::Kind::RunMaintenance(task),
+                MAINTENANCE_TIMEOUT,
+            )
+            .await
+        {
+            Ok(Outcome::RunMaintenance(r)) => r,
+            other => return Err(unexpected("maintenance", other)),
+        };
+        let after = self
+            .snapshot(ctx.agent, ctx.run_id, ctx.attempt, false)
+            .await?;
+        let metrics = wm::maintenance(&result.metrics);
+        let total = metrics
+            .iter()
+            .find(|m| m.name == "maint.total_s")
+            .map_or(0.0, |m| m.value);
+        if metrics.len() <= 1 {
+            return Err(fail(
+                "maintenance",
+                "the agent reported no step timings",
+                "",
+            ));
+        }
+        let mut suspect = Vec::new();
+        if steps.iter().any(|s| s == "count-cold") && !result.os_cache_dropped {
+            suspect.push("OS cache not dropped for the cold count".to_string());
+        }
+        Ok(RunOutcome {
+            result: RunLoadResult {
+                measured_seconds: total,
+                ..Default::default()
+            },
+            shares: Vec::new(),
+            stats: deltas(&before, &after),
+            suspect,
+            metrics,
+        })
+    }
+}

@@ -1,0 +1,324 @@
+//! Workload kinds beyond pgbench's scripts: a TPC-C-like mix (NOTPM), an AS3AP-like suite
+//! (per-query seconds, multi-user tuples per second) and maintenance timings.
+
+use super::SpecError;
+use super::raw::RawWorkload;
+
+/// Names of the kinds, as `workload.kind` takes them.
+pub const KINDS: [&str; 4] = ["pgbench", "tpcc", "as3ap", "maintenance"];
+/// AS3AP-like multi-user mixes.
+pub const AS3AP_MIXES: [&str; 2] = ["mixed-ir", "mixed-oltp"];
+/// Maintenance steps, in the order they run.
+pub const MAINTENANCE_STEPS: [&str; 8] = [
+    "copy",
+    "create-index",
+    "vacuum-analyze",
+    "checkpoint",
+    "count-warm",
+    "count-cold",
+    "dump",
+    "restore",
+];
+
+/// What a workload runs, with the choices only that kind has.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkloadKind {
+    /// pgbench's built-ins (the workload's `builtin` and `protocol`).
+    Pgbench,
+    /// TPC-C-like: `scale` warehouses, `clients` terminals.
+    Tpcc {
+        keying_thinking: bool,
+        time_scale: f64,
+        /// Run the consistency checks after each measured window.
+        check: bool,
+    },
+    /// AS3AP-like: `scale` thousand rows per table, `clients` users in the mixes.
+    As3ap {
+        single_user: bool,
+        mixes: Vec<String>,
+    },
+    /// Maintenance timings on `scale` x 100000 rows; no client workers.
+    Maintenance { steps: Vec<String> },
+}
+
+impl WorkloadKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            WorkloadKind::Pgbench => "pgbench",
+            WorkloadKind::Tpcc { .. } => "tpcc",
+            WorkloadKind::As3ap { .. } => "as3ap",
+            WorkloadKind::Maintenance { .. } => "maintenance",
+        }
+    }
+
+    /// Whether runs of this kind have a timed window of concurrent clients (and so need a
+    /// duration and client workers).
+    pub fn has_window(&self) -> bool {
+        match self {
+            WorkloadKind::Maintenance { .. } => false,
+            WorkloadKind::As3ap { mixes, .. } => !mixes.is_empty(),
+            _ => true,
+        }
+    }
+
+    /// The metric `blocklab results` summarises by default for this kind.
+    pub fn headline_metric(&self) -> &'static str {
+        match self {
+            WorkloadKind::Pgbench => "tps",
+            WorkloadKind::Tpcc { .. } => "notpm",
+            WorkloadKind::As3ap { mixes, .. } => match mixes.first().map(String::as_str) {
+                Some("mixed-ir") => "mixed_ir.tup_per_s",
+                Some(_) => "mixed_oltp.tup_per_s",
+                None => "as3ap.single_user_s",
+            },
+            WorkloadKind::Maintenance { .. } => "maint.total_s",
+        }
+    }
+}
+
+fn only_for(prefix: &str, field: &str, kind: &str) -> SpecError {
+    SpecError::new(
+        format!("{prefix}.{field}"),
+        format!("only applies to kind = \"{kind}\""),
+    )
+}
+
+fn names(
+    prefix: &str,
+    field: &str,
+    given: &[String],
+    allowed: &[&str],
+) -> Result<Vec<String>, SpecError> {
+    for (i, s) in given.iter().enumerate() {
+        if !allowed.contains(&s.as_str()) {
+            return Err(SpecError::new(
+                format!("{prefix}.{field}[{i}]"),
+                format!("{s:?} is not allowed; use {}", allowed.join(", ")),
+            ));
+        }
+        if given[..i].contains(s) {
+            return Err(SpecError::new(
+                format!("{prefix}.{field}[{i}]"),
+                format!("{s:?} is listed twice"),
+            ));
+        }
+    }
+    Ok(given.to_vec())
+}
+
+/// The kind of `w`, refusing fields that belong to another kind.
+pub(super) fn validate_kind(prefix: &str, w: &RawWorkload) -> Result<WorkloadKind, SpecError> {
+    let kind = w.kind.as_deref().unwrap_or("pgbench");
+    let tpcc_only = [
+        ("keying_thinking", w.keying_thinking.is_some()),
+        ("time_scale", w.time_scale.is_some()),
+        ("check", w.check.is_some()),
+    ];
+    let as3ap_only = [
+        ("mixes", w.mixes.is_some()),
+        ("single_user", w.single_user.is_some()),
+    ];
+    let maint_only = [("steps", w.steps.is_some())];
+    let pgbench_only = [
+        ("builtin", w.builtin.is_some()),
+        ("protocol", w.protocol.is_some()),
+    ];
+    let groups: [(&str, &[(&str, bool)]); 4] = [
+        ("pgbench", &pgbench_only),
+        ("tpcc", &tpcc_only),
+        ("as3ap", &as3ap_only),
+        ("maintenance", &maint_only),
+    ];
+    if !KINDS.contains(&kind) {
+        return Err(SpecError::new(
+            format!("{prefix}.kind"),
+            format!(
+                "{kind:?} is not a workload kind; use one of {}",
+                KINDS.join(", ")
+            ),
+        ));
+    }
+    for (owner, fields) in groups {
+        if owner == kind {
+            continue;
+        }
+        if let Some((f, _)) = fields.iter().find(|(_, set)| *set) {
+            return Err(only_for(prefix, f, owner));
+        }
+    }
+    Ok(match kind {
+        "tpcc" => {
+            let time_scale = w.time_scale.unwrap_or(1.0);
+            if !(time_scale.is_finite() && (0.0..=100.0).contains(&time_scale)) || time_scale == 0.0
+            {
+                return Err(SpecError::new(
+                    format!("{prefix}.time_scale"),
+                    "must be a number above 0 and at most 100 (1.0 = the standard's keying and thinking times)",
+                ));
+            }
+            WorkloadKind::Tpcc {
+                keying_thinking: w.keying_thinking.unwrap_or(false),
+                time_scale,
+                check: w.check.unwrap_or(true),
+            }
+        }
+        "as3ap" => {
+            let mixes = match &w.mixes {
+                Some(m) => names(prefix, "mixes", m, &AS3AP_MIXES)?,
+                None => AS3AP_MIXES.map(String::from).to_vec(),
+            };
+            let single_user = w.single_user.unwrap_or(true);
+            if !single_user && mixes.is_empty() {
+                return Err(SpecError::new(
+                    format!("{prefix}.mixes"),
+                    "with single_user = false, list at least one mix (mixed-ir, mixed-oltp)",
+                ));
+            }
+            WorkloadKind::As3ap { single_user, mixes }
+        }
+        "maintenance" => {
+            let steps = match &w.steps {
+                Some(s) if s.is_empty() => {
+                    return Err(SpecError::new(
+                        format!("{prefix}.steps"),
+                        format!("list at least one of {}", MAINTENANCE_STEPS.join(", ")),
+                    ));
+                }
+                Some(s) => names(prefix, "steps", s, &MAINTENANCE_STEPS)?,
+                None => MAINTENANCE_STEPS.map(String::from).to_vec(),
+            };
+            WorkloadKind::Maintenance { steps }
+        }
+        _ => WorkloadKind::Pgbench,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Spec;
+
+    const HEAD: &str = "name = \"k\"\nrepetitions = 2\n[source]\ntarball = \"/tmp/pg.tar.bz2\"\n[matrix]\nblock_size_kb = [8, 16]\nclients = [4]\n";
+
+    fn parse(workload: &str) -> Result<Spec, SpecError> {
+        Spec::parse(&format!("{HEAD}[workload]\n{workload}"))
+    }
+
+    #[test]
+    fn pgbench_is_the_default_kind() {
+        let s = parse("duration = \"5s\"").unwrap();
+        assert_eq!(s.workload.kind, WorkloadKind::Pgbench);
+        assert_eq!(s.workload.kind.headline_metric(), "tps");
+    }
+
+    #[test]
+    fn tpcc_takes_warehouses_from_scale_and_checks_by_default() {
+        let s = parse("kind = \"tpcc\"\nscale = 2\nduration = \"10s\"\nkeying_thinking = true\ntime_scale = 0.01").unwrap();
+        assert_eq!(
+            s.workload.kind,
+            WorkloadKind::Tpcc {
+                keying_thinking: true,
+                time_scale: 0.01,
+                check: true
+            }
+        );
+        assert_eq!(s.workload.scale, 2);
+        assert_eq!(s.workload.kind.headline_metric(), "notpm");
+    }
+
+    #[test]
+    fn as3ap_defaults_to_single_user_and_both_mixes() {
+        let s = parse("kind = \"as3ap\"\nduration = \"5s\"").unwrap();
+        assert_eq!(
+            s.workload.kind,
+            WorkloadKind::As3ap {
+                single_user: true,
+                mixes: vec!["mixed-ir".into(), "mixed-oltp".into()]
+            }
+        );
+        // Single-user only needs no duration.
+        let s = parse("kind = \"as3ap\"\nmixes = []").unwrap();
+        assert!(!s.workload.kind.has_window());
+        assert_eq!(s.workload.kind.headline_metric(), "as3ap.single_user_s");
+    }
+
+    #[test]
+    fn maintenance_needs_no_duration_and_no_workers() {
+        let s = parse("kind = \"maintenance\"\nsteps = [\"copy\", \"count-cold\"]").unwrap();
+        assert_eq!(
+            s.workload.kind,
+            WorkloadKind::Maintenance {
+                steps: vec!["copy".into(), "count-cold".into()]
+            }
+        );
+        assert!(!s.workload.kind.has_workers());
+        assert_eq!(s.workload.kind.headline_metric(), "maint.total_s");
+    }
+
+    #[test]
+    fn bad_kinds_and_fields_name_the_field() {
+        let cases = [
+            (
+                "kind = \"dbt3\"\nduration = \"5s\"",
+                "workload.kind",
+                "pgbench, tpcc, as3ap, maintenance",
+            ),
+            ("kind = \"tpcc\"", "workload.duration", "required"),
+            (
+                "kind = \"tpcc\"\nduration = \"5s\"\nmixes = [\"mixed-ir\"]",
+                "workload.mixes",
+                "as3ap",
+            ),
+            (
+                "kind = \"tpcc\"\nduration = \"5s\"\nbuiltin = \"select-only\"",
+                "workload.builtin",
+                "pgbench",
+            ),
+            (
+                "kind = \"tpcc\"\nduration = \"5s\"\ntime_scale = 0.0",
+                "workload.time_scale",
+                "above 0",
+            ),
+            (
+                "kind = \"as3ap\"\nduration = \"5s\"\nmixes = [\"mixed-dss\"]",
+                "workload.mixes[0]",
+                "mixed-ir",
+            ),
+            (
+                "kind = \"as3ap\"\nduration = \"5s\"\nmixes = [\"mixed-ir\", \"mixed-ir\"]",
+                "workload.mixes[1]",
+                "twice",
+            ),
+            (
+                "kind = \"as3ap\"\nsingle_user = false\nmixes = []",
+                "workload.mixes",
+                "at least one",
+            ),
+            (
+                "kind = \"maintenance\"\nsteps = [\"reindex\"]",
+                "workload.steps[0]",
+                "vacuum-analyze",
+            ),
+            (
+                "kind = \"maintenance\"\nsteps = []",
+                "workload.steps",
+                "at least one",
+            ),
+            (
+                "kind = \"maintenance\"\nscale = 20000",
+                "workload.scale",
+                "10000",
+            ),
+            (
+                "duration = \"5s\"\nkeying_thinking = true",
+                "workload.keying_thinking",
+                "tpcc",
+            ),
+        ];
+        for (text, field, words) in cases {
+            let e = parse(text).expect_err(text);
+            assert_eq!(e.field, field, "{text}: {e}");
+            assert!(e.message.contains(words), "{text}: {e}");
+        }
+    }
+}

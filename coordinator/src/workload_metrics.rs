@@ -1,0 +1,220 @@
+//! The metrics a run of each workload kind stores beside the pgbench columns, derived from
+//! the workers' merged results: NOTPM and per-transaction response times (TPC-C-like),
+//! tuples per second (AS3AP-like mixes), seconds per maintenance step.
+
+use blocklab_proto::{RunLoadResult, WorkloadMetric};
+
+use crate::merge::read_histogram;
+
+pub fn metric(name: &str, value: f64, unit: &str, higher_is_better: bool) -> WorkloadMetric {
+    WorkloadMetric {
+        name: name.to_string(),
+        value: if value.is_finite() { value } else { 0.0 },
+        unit: unit.to_string(),
+        higher_is_better,
+    }
+}
+
+/// Keeps the first metric of each name (the catalog keys metrics by run and name).
+pub fn dedup(metrics: Vec<WorkloadMetric>) -> Vec<WorkloadMetric> {
+    let mut out: Vec<WorkloadMetric> = Vec::with_capacity(metrics.len());
+    for m in metrics {
+        if !out.iter().any(|o| o.name == m.name) {
+            out.push(m);
+        }
+    }
+    out
+}
+
+/// NOTPM (New-Order transactions completed per minute of the window, rolled-back ones
+/// included, as TPC-C counts them), then per transaction type: share of the mix, response
+/// time average and percentiles, rollbacks and failures.
+pub fn tpcc(r: &RunLoadResult) -> Vec<WorkloadMetric> {
+    let minutes = r.measured_seconds / 60.0;
+    let per_min = |n: u64| {
+        if minutes > 0.0 {
+            n as f64 / minutes
+        } else {
+            0.0
+        }
+    };
+    let new_orders = r
+        .txn_types
+        .iter()
+        .find(|t| t.name == "new_order")
+        .map_or(0, |t| t.count);
+    let total: u64 = r.txn_types.iter().map(|t| t.count).sum();
+    let mut out = vec![
+        metric("notpm", per_min(new_orders), "NOTPM", true),
+        metric("tpcc.tpm_total", per_min(total), "tpm", true),
+    ];
+    for t in &r.txn_types {
+        let n = &t.name;
+        let share = if total > 0 {
+            t.count as f64 / total as f64 * 100.0
+        } else {
+            0.0
+        };
+        out.push(metric(&format!("{n}.mix_pct"), share, "%", true));
+        if let Ok(Some(h)) = read_histogram(0, &t.latency_histogram) {
+            let ms = |v: u64| v as f64 / 1000.0;
+            out.push(metric(
+                &format!("{n}.avg_ms"),
+                h.mean() / 1000.0,
+                "ms",
+                false,
+            ));
+            out.push(metric(
+                &format!("{n}.p90_ms"),
+                ms(h.value_at_quantile(0.90)),
+                "ms",
+                false,
+            ));
+            out.push(metric(
+                &format!("{n}.p99_ms"),
+                ms(h.value_at_quantile(0.99)),
+                "ms",
+                false,
+            ));
+            out.push(metric(&format!("{n}.max_ms"), ms(h.max()), "ms", false));
+        }
+        out.push(metric(
+            &format!("{n}.rollbacks"),
+            t.rollbacks as f64,
+            "count",
+            false,
+        ));
+        out.push(metric(
+            &format!("{n}.failures"),
+            t.failures as f64,
+            "count",
+            false,
+        ));
+    }
+    out
+}
+
+/// Tuples per second of one AS3AP-like mix over all users, plus queries per second and the
+/// 90th percentile response time.
+pub fn as3ap_mix(mix: &str, r: &RunLoadResult) -> Vec<WorkloadMetric> {
+    let key = mix.replace('-', "_");
+    let rows: u64 = r.txn_types.iter().map(|t| t.rows).sum();
+    let secs = r.measured_seconds;
+    let rate = |n: f64| if secs > 0.0 { n / secs } else { 0.0 };
+    vec![
+        metric(
+            &format!("{key}.tup_per_s"),
+            rate(rows as f64),
+            "tup/s",
+            true,
+        ),
+        metric(
+            &format!("{key}.qps"),
+            rate(r.transactions as f64),
+            "tps",
+            true,
+        ),
+        metric(&format!("{key}.p90_ms"), r.latency_p90_ms, "ms", false),
+    ]
+}
+
+/// The agent's step timings, then their sum as `maint.total_s`.
+pub fn maintenance(steps: &[WorkloadMetric]) -> Vec<WorkloadMetric> {
+    let mut out = dedup(steps.to_vec());
+    out.retain(|m| m.name != "maint.total_s");
+    let total: f64 = out.iter().filter(|m| m.unit == "s").map(|m| m.value).sum();
+    out.insert(0, metric("maint.total_s", total, "s", false));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blocklab_proto::TxnTypeStats;
+    use hdrhistogram::Histogram;
+    use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+
+    fn hist(values_us: &[u64]) -> Vec<u8> {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        for v in values_us {
+            h.record(*v).unwrap();
+        }
+        let mut out = Vec::new();
+        V2DeflateSerializer::new().serialize(&h, &mut out).unwrap();
+        out
+    }
+
+    fn txn(name: &str, count: u64, rollbacks: u64) -> TxnTypeStats {
+        TxnTypeStats {
+            name: name.into(),
+            count,
+            rollbacks,
+            latency_histogram: hist(&[1000, 2000, 3000]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn notpm_counts_new_orders_per_minute_of_the_window() {
+        let r = RunLoadResult {
+            measured_seconds: 30.0,
+            txn_types: vec![txn("new_order", 450, 5), txn("payment", 430, 0)],
+            ..Default::default()
+        };
+        let m = tpcc(&r);
+        assert_eq!(m[0].name, "notpm");
+        assert_eq!(m[0].unit, "NOTPM");
+        assert!((m[0].value - 900.0).abs() < 1e-9);
+        assert!(m[0].higher_is_better);
+        let get = |n: &str| m.iter().find(|x| x.name == n).unwrap().value;
+        assert!((get("tpcc.tpm_total") - 1760.0).abs() < 1e-9);
+        assert_eq!(get("new_order.rollbacks"), 5.0);
+        assert!((get("new_order.mix_pct") - 450.0 / 880.0 * 100.0).abs() < 1e-9);
+        assert!((get("payment.p90_ms") - 3.0).abs() < 0.01);
+        assert!(
+            !m.iter()
+                .find(|x| x.name == "payment.p90_ms")
+                .unwrap()
+                .higher_is_better
+        );
+    }
+
+    #[test]
+    fn notpm_is_zero_without_a_window() {
+        let m = tpcc(&RunLoadResult::default());
+        assert_eq!(m[0].value, 0.0);
+    }
+
+    #[test]
+    fn tuples_per_second_sum_rows_over_the_window() {
+        let r = RunLoadResult {
+            measured_seconds: 2.0,
+            transactions: 100,
+            txn_types: vec![TxnTypeStats {
+                name: "mixed_ir".into(),
+                rows: 300,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let m = as3ap_mix("mixed-ir", &r);
+        assert_eq!(m[0].name, "mixed_ir.tup_per_s");
+        assert_eq!(m[0].unit, "tup/s");
+        assert_eq!(m[0].value, 150.0);
+        assert_eq!(m[1].value, 50.0);
+    }
+
+    #[test]
+    fn maintenance_total_sums_the_step_seconds_only() {
+        let steps = vec![
+            metric("maint.copy", 1.5, "s", false),
+            metric("maint.dump_bytes", 1e6, "bytes", false),
+            metric("maint.restore", 2.0, "s", false),
+            metric("maint.restore", 9.0, "s", false),
+        ];
+        let m = maintenance(&steps);
+        assert_eq!(m[0].name, "maint.total_s");
+        assert_eq!(m[0].value, 3.5);
+        assert_eq!(m.len(), 4);
+    }
+}

@@ -103,7 +103,7 @@ enum Command {
         #[arg(long, default_value = ".")]
         out: PathBuf,
         /// Metric to chart (as `results --metric`; default: the job's headline).
-        #[arg(long, default_value = "")]
+        #[arg(long, default_value = "", hide_default_value = true)]
         metric: String,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -118,7 +118,7 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
         /// Metric to chart (as `results --metric`; default: the job's headline).
-        #[arg(long, default_value = "")]
+        #[arg(long, default_value = "", hide_default_value = true)]
         metric: String,
     },
 }
@@ -134,7 +134,7 @@ const WATCH_EXAMPLES: &str = "Examples:\n  blocklab watch 6f1c...-uuid\n  blockl
 const CANCEL_EXAMPLES: &str = "Examples:\n  blocklab cancel 6f1c...-uuid";
 const PLOT_EXAMPLES: &str = "Examples:\n  blocklab plot 6f1c...-uuid --out charts/\n  blocklab plot 6f1c...-uuid --metric latency_p99_ms --out charts/";
 const REPORT_EXAMPLES: &str = "Examples:\n  blocklab report 6f1c...-uuid\n  blocklab report 6f1c...-uuid --metric latency_p99_ms --out report.html";
-const RESULTS_EXAMPLES: &str = "Examples:\n  blocklab results 6f1c...-uuid\n  blocklab results 6f1c...-uuid --metric latency_p99_ms --format csv > p99.csv";
+const RESULTS_EXAMPLES: &str = "Examples:\n  blocklab results 6f1c...-uuid\n  blocklab results 6f1c...-uuid --metric latency_p99_ms --format csv > p99.csv\n  blocklab results 6f1c...-uuid --metric new_order.p90_ms   (a TPC-C-like job's metric)";
 const COMPARE_EXAMPLES: &str = "Examples:\n  blocklab compare 6f1c...-uuid 9a2b...-uuid\n  blocklab compare 6f1c...-uuid 9a2b...-uuid --format markdown";
 const COMPLETIONS_EXAMPLES: &str = "Examples:\n  blocklab completions bash > /etc/bash_completion.d/blocklab\n  blocklab completions zsh > ~/.zfunc/_blocklab\n  blocklab completions fish > ~/.config/fish/completions/blocklab.fish";
 
@@ -156,7 +156,7 @@ runs: then all the cell's runs are used and the cell is marked (\"included\")."
 
 const RESULTS_LONG_HELP: &str = concat!(
     results_help!(),
-    "\n\nExamples:\n  blocklab results 6f1c...-uuid\n  blocklab results 6f1c...-uuid --metric latency_p99_ms --format csv > p99.csv"
+    "\n\nExamples:\n  blocklab results 6f1c...-uuid\n  blocklab results 6f1c...-uuid --metric latency_p99_ms --format csv > p99.csv\n  blocklab results 6f1c...-uuid --metric new_order.p90_ms   (a TPC-C-like job's metric)"
 );
 const COMPARE_LONG_HELP: &str = concat!(
     results_help!(),
@@ -177,7 +177,7 @@ struct TableOpts {
     /// of the job (notpm, new_order.p90_ms, q.sel_1_cl, mixed_ir.tup_per_s, maint.restore,
     /// ...). Default: the job's headline (tps; NOTPM for tpcc; tup/s for as3ap; total seconds
     /// for maintenance).
-    #[arg(long, default_value = "")]
+    #[arg(long, default_value = "", hide_default_value = true)]
     metric: String,
     #[arg(long, default_value = "table", value_parser = blocklab_coordinator::report::render::FORMATS)]
     format: String,

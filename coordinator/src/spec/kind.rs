@@ -321,4 +321,16 @@ mod tests {
             assert!(e.message.contains(words), "{text}: {e}");
         }
     }
+
+    #[test]
+    fn the_example_specs_in_deploy_parse() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/specs");
+        let mut kinds = Vec::new();
+        for name in ["demo", "tpcc", "as3ap", "maintenance"] {
+            let text = std::fs::read_to_string(dir.join(format!("{name}.toml"))).unwrap();
+            let spec = Spec::parse(&text).unwrap_or_else(|e| panic!("{name}.toml: {e}"));
+            kinds.push(spec.workload.kind.name());
+        }
+        assert_eq!(kinds, ["pgbench", "tpcc", "as3ap", "maintenance"]);
+    }
 }

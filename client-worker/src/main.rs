@@ -1,5 +1,6 @@
 //! `blocklab-worker`: the load-generator daemon (`serve`) and a standalone
-//! pgbench-compatible `init` / `bench`.
+//! pgbench-compatible `init` / `bench`, and the TPC-C-like and AS3AP-like workloads by hand
+//! (`tpcc`, `as3ap`).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -9,6 +10,8 @@ use blocklab_worker::init::{InitOptions, PartitionMethod};
 use blocklab_worker::plan::split_weight;
 use blocklab_worker::{Builtin, LoadOptions, Protocol, ScriptSpec, WorkerConfig, WorkerError};
 use clap::{Args, Parser, Subcommand};
+
+mod standalone_kinds;
 
 #[derive(Parser, Debug)]
 #[command(name = "blocklab-worker", version, about = "blocklab load generator")]
@@ -25,6 +28,12 @@ enum Command {
     Init(InitArgs),
     /// Run a built-in pgbench script and print a pgbench-like summary.
     Bench(BenchArgs),
+    /// TPC-C-like workload by hand: init, run, check.
+    #[command(subcommand)]
+    Tpcc(standalone_kinds::TpccCommand),
+    /// AS3AP-like workload by hand: load, single-user, mix.
+    #[command(subcommand)]
+    As3ap(standalone_kinds::As3apCommand),
 }
 
 #[derive(Args, Debug)]
@@ -189,6 +198,8 @@ fn main() -> ExitCode {
             Command::Serve(a) => serve(a).await,
             Command::Init(a) => init(a).await,
             Command::Bench(a) => bench(a).await,
+            Command::Tpcc(c) => standalone_kinds::tpcc_main(c).await,
+            Command::As3ap(c) => standalone_kinds::as3ap_main(c).await,
         }
     })
 }

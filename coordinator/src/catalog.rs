@@ -750,6 +750,12 @@ impl Catalog {
         .bind(run_id)
         .fetch_all(&self.reader)
         .await?;
+        let metrics = sqlx::query_as(
+            "SELECT name, value, unit, higher_is_better FROM run_metrics WHERE run_id = ? ORDER BY position",
+        )
+        .bind(run_id)
+        .fetch_all(&self.reader)
+        .await?;
         let run = sqlx::query("SELECT suspect_json, db_host_id, server_version, started_at, finished_at FROM runs WHERE run_id = ?")
             .bind(run_id)
             .fetch_one(&self.reader)
@@ -779,6 +785,7 @@ impl Catalog {
             server_version: text("server_version")?,
             started_at: text("started_at")?,
             finished_at: text("finished_at")?,
+            metrics,
         })
     }
 

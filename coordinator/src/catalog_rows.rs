@@ -274,6 +274,8 @@ pub struct RunDetailRecord {
     pub server_version: String,
     pub started_at: String,
     pub finished_at: String,
+    /// (name, value, unit, higher is better) of the workload metrics, in order.
+    pub metrics: Vec<(String, f64, String, bool)>,
 }
 
 /// A run's cache-control choices as carried out (None = not known yet).

@@ -415,6 +415,22 @@ pub fn render_run_detail(d: &RunDetail) -> String {
     if !d.suspect.is_empty() {
         let _ = writeln!(out, "suspect: {}", d.suspect.join("; "));
     }
+    if !d.metrics.is_empty() {
+        let mut t = table(&["metric", "value", "unit"]);
+        for m in &d.metrics {
+            let metric = crate::stats::Metric::Workload {
+                name: m.name.clone(),
+                unit: m.unit.clone(),
+                higher_is_better: m.higher_is_better,
+            };
+            t.add_row(vec![
+                m.name.clone(),
+                crate::report::render::num(&metric, m.value),
+                m.unit.clone(),
+            ]);
+        }
+        let _ = writeln!(out, "{t}");
+    }
     if !d.shares.is_empty() {
         let mut t = table(&[
             "worker",

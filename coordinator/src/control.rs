@@ -206,6 +206,16 @@ impl Control for ControlService {
                 server_version: d.server_version,
                 started_at: d.started_at,
                 finished_at: d.finished_at,
+                metrics: d
+                    .metrics
+                    .into_iter()
+                    .map(|(name, value, unit, higher_is_better)| WorkloadMetric {
+                        name,
+                        value,
+                        unit,
+                        higher_is_better,
+                    })
+                    .collect(),
             })
         };
         Ok(Response::new(GetJobResponse {

@@ -144,6 +144,20 @@ async fn tpcc_like_job_reports_notpm_and_passes_its_consistency_checks() {
     assert_eq!(checks.len(), 2, "one check per run: {m:?}");
     assert!(checks.iter().all(|c| c.1 >= 4.0), "{checks:?}");
 
+    // `blocklab job JOB --run 2` lists the run's metrics.
+    let detail = lab
+        .client()
+        .await
+        .get_job(blocklab_proto::v1::GetJobRequest {
+            job_id: job.clone(),
+            run: 2,
+        })
+        .await
+        .expect("job")
+        .into_inner();
+    let text = blocklab_coordinator::cli::render_run_detail(&detail.run_detail.expect("detail"));
+    assert!(text.contains("notpm") && text.contains("NOTPM"), "{text}");
+
     let table = results_table(&lab, &job, "").await;
     assert!(table.contains("notpm mean"), "{table}");
     assert!(table.contains("NOTPM (higher is better)"), "{table}");

@@ -41,16 +41,7 @@ mod sql;
 use sql::{connect, guarded, pg};
 
 /// The steps, in the order an empty step list runs them.
-pub const STEPS: [&str; 8] = [
-    "copy",
-    "create-index",
-    "vacuum-analyze",
-    "checkpoint",
-    "count-warm",
-    "count-cold",
-    "dump",
-    "restore",
-];
+pub const STEPS: [&str; 8] = blocklab_proto::MAINTENANCE_STEPS;
 pub const MAINT_DB: &str = "blocklab_maint";
 pub const RESTORE_DB: &str = "blocklab_restore";
 const TABLE: &str = "maint_accounts";

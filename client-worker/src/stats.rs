@@ -326,3 +326,63 @@ mod tests {
         assert!(deserialize_histogram(b"not a histogram").is_err());
     }
 }
+
+/// What a measured window of any workload kind reports beyond its clients' statistics.
+#[derive(Clone, Copy, Debug)]
+pub struct WindowFacts {
+    pub measured_s: f64,
+    /// Wall time until every client was connected.
+    pub connection_elapsed: Duration,
+    /// Connection time summed over the clients.
+    pub connection_total: Duration,
+    pub cpu: crate::cpu::CpuTimes,
+    pub clients: u32,
+    pub random_seed: u64,
+}
+
+/// The pgbench-engine form of a window's result (throughput, latency percentiles from the
+/// histogram, per-second samples), for workload kinds that add their own metrics on top.
+pub fn window_result(total: &ClientStats, w: &WindowFacts) -> blocklab_proto::RunLoadResult {
+    let h = &total.histogram;
+    let (avg, stddev) = total.latency_avg_stddev_ms();
+    blocklab_proto::RunLoadResult {
+        transactions: total.transactions,
+        failures: total.failures,
+        tps_including_connections: tps_including_connections(
+            total.transactions,
+            w.measured_s,
+            w.connection_total.as_secs_f64(),
+            w.clients,
+        ),
+        tps_excluding_connections: tps_excluding_connections(total.transactions, w.measured_s),
+        latency_avg_ms: avg,
+        latency_stddev_ms: stddev,
+        latency_p50_ms: quantile_ms(h, 0.5),
+        latency_p90_ms: quantile_ms(h, 0.9),
+        latency_p99_ms: quantile_ms(h, 0.99),
+        latency_p999_ms: quantile_ms(h, 0.999),
+        latency_max_ms: if h.is_empty() {
+            0.0
+        } else {
+            h.max() as f64 / 1000.0
+        },
+        connection_time_ms: w.connection_elapsed.as_secs_f64() * 1e3,
+        measured_seconds: w.measured_s,
+        client_cpu_user_s: w.cpu.user_s,
+        client_cpu_system_s: w.cpu.system_s,
+        samples: total
+            .samples()
+            .iter()
+            .map(|s| blocklab_proto::PerSecondSample {
+                second: s.second,
+                transactions: s.transactions,
+                latency_avg_ms: s.latency_avg_ms,
+                failures: s.failures,
+            })
+            .collect(),
+        latency_histogram: serialize_histogram(h),
+        random_seed: w.random_seed,
+        clients: w.clients,
+        ..Default::default()
+    }
+}

@@ -58,6 +58,28 @@ fn wire_kind(w: &Workload, scale: u32, mix: &str) -> WireKind {
     }
 }
 
+/// Each worker's share of a TPC-C-like or AS3AP-like window.
+fn kind_load<'a>(
+    conninfo: &'a ConnInfo,
+    workload: &'a Workload,
+    scale: u32,
+    kind: &'a WireKind,
+    seed: u64,
+) -> impl Fn(u32, u32) -> RunLoadTask + 'a {
+    move |clients, offset| RunLoadTask {
+        conninfo: Some(conninfo.clone()),
+        clients,
+        threads: clients.max(1),
+        duration_ms: millis(workload.duration),
+        warmup_ms: millis(workload.warmup),
+        scale,
+        client_id_offset: offset,
+        workload: Some(kind.clone()),
+        random_seed: seed,
+        ..Default::default()
+    }
+}
+
 /// One random seed for all workers of a run, so they share the workload's constants.
 fn run_seed() -> u64 {
     uuid::Uuid::new_v4().as_u64_pair().0 | 1
@@ -195,18 +217,7 @@ impl Scheduler {
                 ctx,
                 workload.duration + workload.warmup,
                 ctx.cell.clients,
-                |clients, offset| RunLoadTask {
-                    conninfo: Some(conninfo.clone()),
-                    clients,
-                    threads: clients.max(1),
-                    duration_ms: millis(workload.duration),
-                    warmup_ms: millis(workload.warmup),
-                    scale: ctx.cell.scale,
-                    client_id_offset: offset,
-                    workload: Some(kind.clone()),
-                    random_seed: seed,
-                    ..Default::default()
-                },
+                kind_load(&conninfo, workload, ctx.cell.scale, &kind, seed),
             )
             .await?;
         let mut metrics = wm::tpcc(&w.merged);
@@ -265,18 +276,7 @@ impl Scheduler {
                     ctx,
                     workload.duration + workload.warmup,
                     ctx.cell.clients,
-                    |clients, offset| RunLoadTask {
-                        conninfo: Some(conninfo.clone()),
-                        clients,
-                        threads: clients.max(1),
-                        duration_ms: millis(workload.duration),
-                        warmup_ms: millis(workload.warmup),
-                        scale: ctx.cell.scale,
-                        client_id_offset: offset,
-                        workload: Some(mix_kind.clone()),
-                        random_seed: seed,
-                        ..Default::default()
-                    },
+                    kind_load(&conninfo, workload, ctx.cell.scale, &mix_kind, seed),
                 )
                 .await?;
             metrics.extend(wm::as3ap_mix(mix, &w.merged));

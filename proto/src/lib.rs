@@ -65,6 +65,19 @@ pub async fn shutdown_signal() {
     }
 }
 
+/// The agent's maintenance steps (`RunMaintenanceTask.steps`), in the order an empty list
+/// runs them; specs name them the same way.
+pub const MAINTENANCE_STEPS: [&str; 8] = [
+    "copy",
+    "create-index",
+    "vacuum-analyze",
+    "checkpoint",
+    "count-warm",
+    "count-cold",
+    "dump",
+    "restore",
+];
+
 /// Settings a spec may not give: those the agent owns (where the server listens, its files),
 /// and those that run shell commands or load code as the PostgreSQL user.
 pub const RESERVED_SETTINGS: &[&str] = &[

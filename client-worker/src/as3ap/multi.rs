@@ -17,6 +17,7 @@ use crate::error::{WorkerError, describe};
 use crate::load::LoadControl;
 use crate::prng::PgPrng;
 use crate::stats::ClientStats;
+use crate::stats::WindowFacts;
 
 use super::result::{report_live, result};
 
@@ -347,16 +348,13 @@ pub async fn run_mix(
         tup_per_s,
         "as3ap mix finished"
     );
-    Ok(result(
-        t,
-        &total,
-        tuples,
-        mix,
+    let facts = WindowFacts {
         measured_s,
         connection_elapsed,
-        conn_total,
+        connection_total: conn_total,
         cpu,
+        clients: t.clients,
         random_seed,
-        tup_per_s,
-    ))
+    };
+    Ok(result(&total, tuples, mix, &facts, tup_per_s))
 }

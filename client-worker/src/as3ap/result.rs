@@ -6,82 +6,36 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use blocklab_proto::fleet::ProgressSink;
-use blocklab_proto::{PerSecondSample, RunLoadResult, RunLoadTask, TxnTypeStats, WorkloadMetric};
+use blocklab_proto::{RunLoadResult, TxnTypeStats, WorkloadMetric};
 
 use super::multi::Mix;
-use crate::cpu::CpuTimes;
-use crate::stats::{self, ClientStats};
+use crate::stats::{self, ClientStats, WindowFacts};
 
-#[allow(clippy::too_many_arguments)]
+/// A mix's window as a result: the common figures, its query class with the tuples, and
+/// tuples per second.
 pub fn result(
-    t: &RunLoadTask,
     total: &ClientStats,
     tuples: u64,
     mix: Mix,
-    measured_s: f64,
-    connection_elapsed: Duration,
-    conn_total: Duration,
-    cpu: CpuTimes,
-    random_seed: u64,
+    facts: &WindowFacts,
     tup_per_s: f64,
 ) -> RunLoadResult {
-    let h = &total.histogram;
-    let (avg, stddev) = total.latency_avg_stddev_ms();
-    let histogram = stats::serialize_histogram(h);
-    RunLoadResult {
-        transactions: total.transactions,
+    let mut r = stats::window_result(total, facts);
+    r.metrics = vec![WorkloadMetric {
+        name: format!("{}.tup_per_s", mix.class()),
+        value: tup_per_s,
+        unit: "tup/s".into(),
+        higher_is_better: true,
+    }];
+    r.txn_types = vec![TxnTypeStats {
+        name: mix.class().into(),
+        count: total.transactions,
+        rollbacks: 0,
         failures: total.failures,
-        tps_including_connections: stats::tps_including_connections(
-            total.transactions,
-            measured_s,
-            conn_total.as_secs_f64(),
-            t.clients,
-        ),
-        tps_excluding_connections: stats::tps_excluding_connections(total.transactions, measured_s),
-        latency_avg_ms: avg,
-        latency_stddev_ms: stddev,
-        latency_p50_ms: stats::quantile_ms(h, 0.5),
-        latency_p90_ms: stats::quantile_ms(h, 0.9),
-        latency_p99_ms: stats::quantile_ms(h, 0.99),
-        latency_p999_ms: stats::quantile_ms(h, 0.999),
-        latency_max_ms: if h.is_empty() {
-            0.0
-        } else {
-            h.max() as f64 / 1000.0
-        },
-        connection_time_ms: connection_elapsed.as_secs_f64() * 1e3,
-        measured_seconds: measured_s,
-        client_cpu_user_s: cpu.user_s,
-        client_cpu_system_s: cpu.system_s,
-        samples: total
-            .samples()
-            .iter()
-            .map(|s| PerSecondSample {
-                second: s.second,
-                transactions: s.transactions,
-                latency_avg_ms: s.latency_avg_ms,
-                failures: s.failures,
-            })
-            .collect(),
-        latency_histogram: histogram.clone(),
-        random_seed,
-        clients: t.clients,
-        metrics: vec![WorkloadMetric {
-            name: format!("{}.tup_per_s", mix.class()),
-            value: tup_per_s,
-            unit: "tup/s".into(),
-            higher_is_better: true,
-        }],
-        txn_types: vec![TxnTypeStats {
-            name: mix.class().into(),
-            count: total.transactions,
-            rollbacks: 0,
-            failures: total.failures,
-            latency_histogram: histogram,
-            rows: tuples,
-        }],
-        ..Default::default()
-    }
+        latency_histogram: r.latency_histogram.clone(),
+        rows: tuples,
+    }];
+    r
 }
 
 /// Every second, the queries of the last second as `live_tps=N`.

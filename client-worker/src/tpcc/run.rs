@@ -16,7 +16,7 @@ use crate::conn::Target;
 use crate::cpu::CpuTimes;
 use crate::error::{WorkerError, describe};
 use crate::load::LoadControl;
-use crate::stats::{self, quantile_ms, serialize_histogram};
+use crate::stats::{self, WindowFacts, serialize_histogram};
 
 /// The seed of terminal `k`'s generator, from the run's seed.
 fn terminal_seed(seed: u64, k: u32) -> u64 {
@@ -195,8 +195,6 @@ fn build_result(
     seed: u64,
 ) -> RunLoadResult {
     let all = &total.all;
-    let h = &all.histogram;
-    let (avg, sd) = all.latency_avg_stddev_ms();
     let txn_types: Vec<TxnTypeStats> = (0..KINDS)
         .map(|k| TxnTypeStats {
             name: NAMES[k].into(),
@@ -212,51 +210,21 @@ fn build_result(
     } else {
         0.0
     };
-    RunLoadResult {
-        transactions: all.transactions,
-        failures: all.failures,
-        tps_including_connections: stats::tps_including_connections(
-            all.transactions,
-            measured_s,
-            conn_total.as_secs_f64(),
-            t.clients,
-        ),
-        tps_excluding_connections: stats::tps_excluding_connections(all.transactions, measured_s),
-        latency_avg_ms: avg,
-        latency_stddev_ms: sd,
-        latency_p50_ms: quantile_ms(h, 0.5),
-        latency_p90_ms: quantile_ms(h, 0.9),
-        latency_p99_ms: quantile_ms(h, 0.99),
-        latency_p999_ms: quantile_ms(h, 0.999),
-        latency_max_ms: if h.is_empty() {
-            0.0
-        } else {
-            h.max() as f64 / 1e3
-        },
-        connection_time_ms: conn_elapsed.as_secs_f64() * 1e3,
-        measured_seconds: measured_s,
-        client_cpu_user_s: cpu.user_s,
-        client_cpu_system_s: cpu.system_s,
-        samples: all
-            .samples()
-            .into_iter()
-            .map(|s| blocklab_proto::PerSecondSample {
-                second: s.second,
-                transactions: s.transactions,
-                latency_avg_ms: s.latency_avg_ms,
-                failures: s.failures,
-            })
-            .collect(),
-        latency_histogram: serialize_histogram(h),
-        random_seed: seed,
+    let facts = WindowFacts {
+        measured_s,
+        connection_elapsed: conn_elapsed,
+        connection_total: conn_total,
+        cpu,
         clients: t.clients,
-        metrics: vec![WorkloadMetric {
-            name: "notpm".into(),
-            value: notpm,
-            unit: "NOTPM".into(),
-            higher_is_better: true,
-        }],
-        txn_types,
-        ..RunLoadResult::default()
-    }
+        random_seed: seed,
+    };
+    let mut r = stats::window_result(all, &facts);
+    r.metrics = vec![WorkloadMetric {
+        name: "notpm".into(),
+        value: notpm,
+        unit: "NOTPM".into(),
+        higher_is_better: true,
+    }];
+    r.txn_types = txn_types;
+    r
 }

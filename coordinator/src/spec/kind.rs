@@ -9,16 +9,7 @@ pub const KINDS: [&str; 4] = ["pgbench", "tpcc", "as3ap", "maintenance"];
 /// AS3AP-like multi-user mixes.
 pub const AS3AP_MIXES: [&str; 2] = ["mixed-ir", "mixed-oltp"];
 /// Maintenance steps, in the order they run.
-pub const MAINTENANCE_STEPS: [&str; 8] = [
-    "copy",
-    "create-index",
-    "vacuum-analyze",
-    "checkpoint",
-    "count-warm",
-    "count-cold",
-    "dump",
-    "restore",
-];
+pub use blocklab_proto::MAINTENANCE_STEPS;
 
 /// What a workload runs, with the choices only that kind has.
 #[derive(Debug, Clone, PartialEq)]

@@ -94,13 +94,7 @@ impl AgentHandler {
         progress: &ProgressSink,
     ) -> Result<RunMaintenanceResult, AgentError> {
         let steps = plan(task)?;
-        cluster::validate_run_id(run_id)?;
-        let c = self
-            .lock()
-            .clusters
-            .get(run_id)
-            .cloned()
-            .ok_or_else(|| AgentError::UnknownRun(run_id.to_string()))?;
+        let c = self.cluster_of(run_id)?;
         if !cluster::is_running(&c) {
             return Err(crate::stats::server_gone(&c));
         }

@@ -7,7 +7,7 @@ use blocklab_proto::{
 };
 
 use super::AgentHandler;
-use crate::cluster;
+use crate::cluster::{self, Cluster};
 use crate::error::AgentError;
 use crate::probe;
 
@@ -20,6 +20,16 @@ pub struct ProbeReport {
 }
 
 impl AgentHandler {
+    /// The cluster a run's task names (the id checked first).
+    pub(crate) fn cluster_of(&self, run_id: &str) -> Result<Cluster, AgentError> {
+        cluster::validate_run_id(run_id)?;
+        self.lock()
+            .clusters
+            .get(run_id)
+            .cloned()
+            .ok_or_else(|| AgentError::UnknownRun(run_id.to_string()))
+    }
+
     /// Server statistics of the run's cluster (task `SnapshotStats`). A postmaster that is
     /// gone is an error naming its pid, with the server log's tail.
     pub async fn snapshot_stats(
@@ -27,13 +37,7 @@ impl AgentHandler {
         run_id: &str,
         task: &SnapshotStatsTask,
     ) -> Result<SnapshotStatsResult, AgentError> {
-        cluster::validate_run_id(run_id)?;
-        let c = self
-            .lock()
-            .clusters
-            .get(run_id)
-            .cloned()
-            .ok_or_else(|| AgentError::UnknownRun(run_id.to_string()))?;
+        let c = self.cluster_of(run_id)?;
         let snap = crate::stats::snapshot(&c, task.checkpoint_first).await?;
         let taken_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
         Ok(SnapshotStatsResult {

@@ -119,8 +119,13 @@ pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
         plan.runs.len(),
         spec.order,
         spec.builds().len(),
-        spec.client_workers
+        if spec.workload.kind.has_workers() {
+            spec.client_workers
+        } else {
+            0
+        }
     );
+    let _ = writeln!(out, "workload: {}", spec.workload.describe());
     let mut cells = table(&[
         "cell",
         "label",

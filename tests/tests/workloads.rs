@@ -234,5 +234,23 @@ async fn maintenance_job_times_every_step() {
     let table = results_table(&lab, &job, "").await;
     assert!(table.contains("maint.total_s mean"), "{table}");
     assert!(table.contains("maint.restore"), "{table}");
+    // Compared with itself, job by job and metric by metric.
+    let cmp = lab
+        .client()
+        .await
+        .compare_jobs(blocklab_proto::v1::CompareJobsRequest {
+            job_a: job.clone(),
+            job_b: job.clone(),
+            metric: String::new(),
+        })
+        .await
+        .expect("compare")
+        .into_inner();
+    assert_eq!(cmp.metric, "maint.total_s");
+    let text = blocklab_coordinator::cli::render_compare(&cmp, Format::Table);
+    assert!(
+        text.contains("A's like cell") && text.contains("maint.count_cold"),
+        "{text}"
+    );
     lab.shutdown().await;
 }

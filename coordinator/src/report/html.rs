@@ -235,7 +235,7 @@ pub fn report(e: &JobExport) -> String {
         let (header, rows) = super::render_metrics::metric_rows(&by_metric);
         let marks: Vec<bool> = by_metric
             .iter()
-            .flat_map(|m| m.cells.iter().map(|c| c.runs_suspect > 0))
+            .map(|m| m.cells.iter().any(|c| c.runs_suspect > 0))
             .collect();
         table(&mut out, "per-metric", &header, &rows, &marks);
     }

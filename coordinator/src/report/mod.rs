@@ -116,7 +116,24 @@ pub async fn compare_jobs(
     let a = query::export_job(catalog, &req.job_a, false).await?;
     let b = query::export_job(catalog, &req.job_b, false).await?;
     let metric = resolve(&req.metric, &b)?;
+    let by_metric = query::workload_metrics(&b)
+        .into_iter()
+        .map(|(name, unit, higher_is_better)| {
+            let m = Metric::Workload {
+                name: name.clone(),
+                unit: unit.clone(),
+                higher_is_better,
+            };
+            MetricResults {
+                name,
+                unit,
+                higher_is_better,
+                cells: analysis::compare(&a, &b, &m),
+            }
+        })
+        .collect();
     Ok(CompareJobsResponse {
+        by_metric,
         cells: analysis::compare(&a, &b, &metric),
         job_a: a.job,
         job_b: b.job,

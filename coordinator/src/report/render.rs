@@ -369,6 +369,20 @@ fn render(
     }
 }
 
+fn by_metric_json(by_metric: &[MetricResults]) -> serde_json::Value {
+    by_metric
+        .iter()
+        .map(|m| {
+            json!({
+                "metric": m.name,
+                "unit": m.unit,
+                "higher_is_better": m.higher_is_better,
+                "cells": m.cells.iter().map(cell_json).collect::<Vec<_>>(),
+            })
+        })
+        .collect()
+}
+
 /// `blocklab results`: one row per cell with its statistics and the change vs its baseline.
 pub fn render_results(r: &QueryResultsResponse, format: Format) -> String {
     let footer = if r.catalog_path.is_empty() {
@@ -378,18 +392,7 @@ pub fn render_results(r: &QueryResultsResponse, format: Format) -> String {
     };
     let mut head = json!({ "job_id": r.job_id });
     if !r.by_metric.is_empty() {
-        head["by_metric"] = r
-            .by_metric
-            .iter()
-            .map(|m| {
-                json!({
-                    "metric": m.name,
-                    "unit": m.unit,
-                    "higher_is_better": m.higher_is_better,
-                    "cells": m.cells.iter().map(cell_json).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
+        head["by_metric"] = by_metric_json(&r.by_metric);
     }
     let headline = r
         .cells
@@ -410,7 +413,10 @@ pub fn render_results(r: &QueryResultsResponse, format: Format) -> String {
         }
         Format::Table => {
             let body = render(&r.cells, format, false, head, &[], "");
-            body + &super::render_metrics::metric_table(&r.by_metric) + &footer
+            body + &super::render_metrics::metric_table(
+                &r.by_metric,
+                "per metric (each cell against its baseline cell)",
+            ) + &footer
         }
         Format::Markdown => {
             let mut body = render(&r.cells, format, false, head, &[], "");
@@ -435,16 +441,35 @@ pub fn render_compare(r: &CompareJobsResponse, format: Format) -> String {
         name(&r.job_a),
         name(&r.job_b)
     );
+    let mut json_head = json!({ "job_a": a, "job_b": b });
+    if !r.by_metric.is_empty() {
+        json_head["by_metric"] = by_metric_json(&r.by_metric);
+    }
     let body = render(
         &r.cells,
         format,
         true,
-        json!({ "job_a": a, "job_b": b }),
+        json_head,
         &[("job_a", &a), ("job_b", &b)],
         "",
     );
     match format {
-        Format::Table | Format::Markdown => head + &body,
+        Format::Table => {
+            head + &body
+                + &super::render_metrics::metric_table(
+                    &r.by_metric,
+                    "per metric (each cell of B against A's like cell)",
+                )
+        }
+        Format::Markdown => {
+            let mut out = head + &body;
+            if !r.by_metric.is_empty() {
+                let (h, rows) = super::render_metrics::metric_rows(&r.by_metric);
+                out.push('\n');
+                out.push_str(&markdown(&h, &rows));
+            }
+            out
+        }
         _ => body,
     }
 }

@@ -1,73 +1,86 @@
-//! The per-metric table of `blocklab results` for workload kinds with their own metrics
-//! (NOTPM and per-transaction response times, seconds per query, tuples per second, seconds
-//! per maintenance step): one row per metric and cell, compared with the baseline cell.
+//! The per-metric table of `blocklab results` (and `compare`) for workload kinds with their
+//! own metrics (NOTPM and per-transaction response times, seconds per query, tuples per
+//! second, seconds per maintenance step): one row per metric, one column per cell, each cell
+//! with its mean and its change against its baseline, so cells compare query by query.
 
 use blocklab_proto::v1::*;
 
 use super::render::{cell_metric, num, p_value, pct};
 
-/// Header and rows of the per-metric table.
-pub fn metric_rows(by_metric: &[MetricResults]) -> (Vec<String>, Vec<Vec<String>>) {
-    let header = [
-        "metric",
-        "unit",
-        "cell",
-        "n",
-        "mean",
-        "95% CI",
-        "% change vs baseline",
-        "p-value",
-        "verdict",
-    ]
-    .map(String::from)
-    .to_vec();
-    let mut rows = Vec::new();
-    for m in by_metric {
-        for c in &m.cells {
-            let metric = cell_metric(c);
-            let measured = c.n > 0;
-            rows.push(vec![
-                m.name.clone(),
-                format!(
-                    "{} ({})",
-                    m.unit,
-                    if m.higher_is_better {
-                        "higher is better"
-                    } else {
-                        "lower is better"
-                    }
-                ),
-                c.label.clone(),
-                c.n.to_string(),
-                if measured {
-                    num(&metric, c.mean)
-                } else {
-                    "-".into()
-                },
-                if c.n > 1 {
-                    format!(
-                        "[{}, {}]",
-                        num(&metric, c.ci95_low),
-                        num(&metric, c.ci95_high)
-                    )
-                } else {
-                    "-".into()
-                },
-                match (c.is_baseline, c.pct_change_vs_baseline) {
-                    (true, _) => "(baseline)".into(),
-                    (false, Some(p)) => pct(p),
-                    (false, None) => "-".into(),
-                },
-                c.p_value.map(p_value).unwrap_or_else(|| "-".into()),
-                c.verdict.clone(),
-            ]);
-        }
+/// Units that describe a run rather than rate it (mix shares, counts, sizes): shown without a
+/// verdict.
+const DESCRIPTIVE_UNITS: [&str; 3] = ["%", "count", "bytes"];
+
+/// One table cell: the mean (with the n when it is not the usual one), then for a
+/// non-baseline cell the % change, its p-value and the verdict in a word.
+fn entry(m: &MetricResults, c: &CellResult, n_usual: u32) -> String {
+    let metric = cell_metric(c);
+    if c.n == 0 {
+        return "-".into();
     }
+    let mut s = num(&metric, c.mean);
+    if c.n != n_usual {
+        s.push_str(&format!(" (n={})", c.n));
+    }
+    if c.is_baseline {
+        return s;
+    }
+    if let Some(p) = c.pct_change_vs_baseline {
+        s.push_str(&format!(" {}", pct(p)));
+    }
+    if DESCRIPTIVE_UNITS.contains(&m.unit.as_str()) {
+        return s;
+    }
+    if let Some(p) = c.p_value {
+        s.push_str(&format!(" p={}", p_value(p)));
+    }
+    match c.verdict.as_str() {
+        "faster" | "slower" => s.push_str(&format!(" {}", c.verdict)),
+        _ => {}
+    }
+    s
+}
+
+/// Header and rows of the per-metric table: metric, unit (and which way is better), then one
+/// column per cell.
+pub fn metric_rows(by_metric: &[MetricResults]) -> (Vec<String>, Vec<Vec<String>>) {
+    let cells: Vec<&CellResult> = by_metric
+        .first()
+        .map_or(Vec::new(), |m| m.cells.iter().collect());
+    let n_usual = cells.iter().map(|c| c.n).max().unwrap_or(0);
+    let mut header = vec!["metric".to_string(), "unit".to_string()];
+    header.extend(cells.iter().map(|c| {
+        if c.is_baseline {
+            format!("{} (baseline)", c.label)
+        } else {
+            c.label.clone()
+        }
+    }));
+    let rows = by_metric
+        .iter()
+        .map(|m| {
+            let direction = if DESCRIPTIVE_UNITS.contains(&m.unit.as_str()) {
+                String::new()
+            } else if m.higher_is_better {
+                ", higher is better".into()
+            } else {
+                ", lower is better".into()
+            };
+            let mut row = vec![m.name.clone(), format!("{}{direction}", m.unit)];
+            row.extend(cells.iter().map(|want| {
+                m.cells
+                    .iter()
+                    .find(|c| c.cell_index == want.cell_index)
+                    .map_or_else(|| "-".into(), |c| entry(m, c, n_usual))
+            }));
+            row
+        })
+        .collect();
     (header, rows)
 }
 
-/// The per-metric table as text for people (`table`), or empty when there is none.
-pub fn metric_table(by_metric: &[MetricResults]) -> String {
+/// The per-metric table as text for people (`table`) under `title`, or empty when there is none.
+pub fn metric_table(by_metric: &[MetricResults], title: &str) -> String {
     if by_metric.is_empty() {
         return String::new();
     }
@@ -77,15 +90,16 @@ pub fn metric_table(by_metric: &[MetricResults]) -> String {
     for r in rows {
         t.add_row(r);
     }
-    format!("\nper metric (each against the baseline cell):\n{t}\n")
+    format!("\n{title} (mean, % change, Welch p-value, verdict when significant):\n{t}\n")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn cell(label: &str, mean: f64, baseline: bool) -> CellResult {
+    fn cell(index: u32, label: &str, mean: f64, baseline: bool, verdict: &str) -> CellResult {
         CellResult {
+            cell_index: index,
             label: label.into(),
             metric: "notpm".into(),
             unit: "NOTPM".into(),
@@ -93,33 +107,69 @@ mod tests {
             mean,
             n: 3,
             runs_total: 3,
-            ci95_low: mean - 1.0,
-            ci95_high: mean + 1.0,
             is_baseline: baseline,
             pct_change_vs_baseline: (!baseline).then_some(10.0),
             p_value: (!baseline).then_some(0.01),
-            verdict: if baseline { "baseline" } else { "faster" }.into(),
+            verdict: verdict.into(),
             ..Default::default()
         }
     }
 
-    #[test]
-    fn one_row_per_metric_and_cell_with_unit_and_direction() {
-        let by = vec![MetricResults {
-            name: "notpm".into(),
-            unit: "NOTPM".into(),
+    fn metric(name: &str, unit: &str, cells: Vec<CellResult>) -> MetricResults {
+        MetricResults {
+            name: name.into(),
+            unit: unit.into(),
             higher_is_better: true,
-            cells: vec![cell("bs=8K", 100.0, true), cell("bs=16K", 110.0, false)],
-        }];
+            cells,
+        }
+    }
+
+    #[test]
+    fn one_row_per_metric_one_column_per_cell() {
+        let by = vec![
+            metric(
+                "notpm",
+                "NOTPM",
+                vec![
+                    cell(0, "bs=8K", 100.0, true, "baseline"),
+                    cell(1, "bs=16K", 110.0, false, "faster"),
+                ],
+            ),
+            metric(
+                "new_order.mix_pct",
+                "%",
+                vec![
+                    cell(0, "bs=8K", 45.0, true, "baseline"),
+                    cell(1, "bs=16K", 45.2, false, "no significant difference"),
+                ],
+            ),
+        ];
         let (head, rows) = metric_rows(&by);
-        assert_eq!(head.len(), rows[0].len());
+        assert_eq!(head, ["metric", "unit", "bs=8K (baseline)", "bs=16K"]);
         assert_eq!(rows.len(), 2);
-        assert_eq!(rows[0][1], "NOTPM (higher is better)");
-        assert_eq!(rows[0][6], "(baseline)");
-        assert_eq!(rows[1][4], "110.0");
-        assert_eq!(rows[1][6], "+10.0%");
-        assert_eq!(rows[1][8], "faster");
-        assert!(metric_table(&by).contains("per metric"));
-        assert!(metric_table(&[]).is_empty());
+        assert_eq!(rows[0][1], "NOTPM, higher is better");
+        assert_eq!(rows[0][2], "100.0");
+        assert_eq!(rows[0][3], "110.0 +10.0% p=0.010 faster");
+        // A share of the mix describes the run: no direction, no verdict.
+        assert_eq!(rows[1][1], "%");
+        assert_eq!(rows[1][3], "45.2 +10.0%");
+        let text = metric_table(&by, "per metric");
+        assert!(text.contains("per metric (mean"), "{text}");
+        assert!(metric_table(&[], "per metric").is_empty());
+    }
+
+    #[test]
+    fn cells_with_fewer_runs_show_their_n() {
+        let mut short = cell(1, "bs=16K", 5.0, false, "insufficient data");
+        short.n = 1;
+        let mut cells = vec![cell(0, "bs=8K", 4.0, true, "baseline"), short];
+        for c in &mut cells {
+            c.metric = "q.sel_1_cl".into();
+            c.unit = "s".into();
+            c.higher_is_better = false;
+        }
+        let by = vec![metric("q.sel_1_cl", "s", cells)];
+        let (_, rows) = metric_rows(&by);
+        assert_eq!(rows[0][3], "5.0000 (n=1) +10.0% p=0.010");
     }
 }

@@ -67,6 +67,56 @@ impl WorkloadKind {
     }
 }
 
+impl super::Workload {
+    /// One line for people: the kind, what `scale` and `clients` mean for it, the window.
+    pub fn describe(&self) -> String {
+        let window = if self.warmup.is_zero() {
+            format!("{:?} measured", self.duration)
+        } else {
+            format!(
+                "{:?} measured after {:?} warm-up",
+                self.duration, self.warmup
+            )
+        };
+        match &self.kind {
+            WorkloadKind::Pgbench => format!(
+                "pgbench {} ({} protocol), scale {}, {window}",
+                self.builtin, self.protocol, self.scale
+            ),
+            WorkloadKind::Tpcc {
+                keying_thinking,
+                time_scale,
+                check,
+            } => format!(
+                "tpcc, {} warehouse(s), clients = terminals, {window}, keying/thinking {}, consistency checks {}",
+                self.scale,
+                if *keying_thinking {
+                    format!("on (x{time_scale})")
+                } else {
+                    "off".into()
+                },
+                if *check { "on" } else { "off" }
+            ),
+            WorkloadKind::As3ap { single_user, mixes } => format!(
+                "as3ap, {} rows per table, single-user queries {}, mixes [{}] with clients = users{}",
+                u64::from(self.scale) * 1000,
+                if *single_user { "on" } else { "off" },
+                mixes.join(", "),
+                if mixes.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {window} each")
+                }
+            ),
+            WorkloadKind::Maintenance { steps } => format!(
+                "maintenance on {} rows: {} (done by the agent; no client workers)",
+                u64::from(self.scale) * 100_000,
+                steps.join(", ")
+            ),
+        }
+    }
+}
+
 fn only_for(prefix: &str, field: &str, kind: &str) -> SpecError {
     SpecError::new(
         format!("{prefix}.{field}"),

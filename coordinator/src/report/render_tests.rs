@@ -91,3 +91,56 @@ fn suspect_cells_are_marked() {
         "{out}"
     );
 }
+
+#[test]
+fn workload_metrics_travel_in_every_format() {
+    let metric_cell = |name: &str, unit: &str, mean: f64| CellResult {
+        label: "bs=16K".into(),
+        metric: name.into(),
+        unit: unit.into(),
+        higher_is_better: unit == "NOTPM",
+        n: 2,
+        runs_total: 2,
+        mean,
+        ..Default::default()
+    };
+    let r = QueryResultsResponse {
+        job_id: "j".into(),
+        cells: vec![metric_cell("notpm", "NOTPM", 900.0)],
+        catalog_path: String::new(),
+        by_metric: vec![
+            MetricResults {
+                name: "notpm".into(),
+                unit: "NOTPM".into(),
+                higher_is_better: true,
+                cells: vec![metric_cell("notpm", "NOTPM", 900.0)],
+            },
+            MetricResults {
+                name: "new_order.p90_ms".into(),
+                unit: "ms".into(),
+                higher_is_better: false,
+                cells: vec![metric_cell("new_order.p90_ms", "ms", 12.5)],
+            },
+        ],
+    };
+    let json: serde_json::Value =
+        serde_json::from_str(&render_results(&r, Format::Json)).expect("json");
+    assert_eq!(json["metric"], "notpm");
+    assert_eq!(json["cells"][0]["unit"], "NOTPM");
+    assert_eq!(json["by_metric"][1]["metric"], "new_order.p90_ms");
+    assert_eq!(json["by_metric"][1]["cells"][0]["mean"], 12.5);
+    // CSV: the headline rows, then each other metric's rows, with its unit.
+    let csv = render_results(&r, Format::Csv);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3, "{csv}");
+    assert!(lines[1].contains(",notpm,NOTPM,"), "{csv}");
+    assert!(lines[2].contains(",new_order.p90_ms,ms,"), "{csv}");
+    let table = render_results(&r, Format::Table);
+    assert!(table.contains("notpm mean"), "{table}");
+    assert!(table.contains("ms, lower is better"), "{table}");
+    let md = render_results(&r, Format::Markdown);
+    assert!(
+        md.contains("| new_order.p90_ms | ms, lower is better | 12.500 |"),
+        "{md}"
+    );
+}

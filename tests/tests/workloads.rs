@@ -158,6 +158,32 @@ async fn tpcc_like_job_reports_notpm_and_passes_its_consistency_checks() {
     let text = blocklab_coordinator::cli::render_run_detail(&detail.run_detail.expect("detail"));
     assert!(text.contains("notpm") && text.contains("NOTPM"), "{text}");
 
+    // Plots: NOTPM against page size, the change by metric, the per-second traces.
+    let export = lab
+        .client()
+        .await
+        .export_job(blocklab_proto::v1::ExportJobRequest {
+            job_id: job.clone(),
+            metric: String::new(),
+            include_samples: true,
+        })
+        .await
+        .expect("export")
+        .into_inner();
+    let charts = blocklab_coordinator::report::plot::charts(&export);
+    let names: Vec<&str> = charts.iter().map(|c| c.file_name.as_str()).collect();
+    assert!(names.contains(&"notpm-vs-page-size.svg"), "{names:?}");
+    let change = charts
+        .iter()
+        .find(|c| c.file_name == "change-by-metric.svg")
+        .unwrap_or_else(|| panic!("no change chart in {names:?}"));
+    assert!(change.svg.contains(r#"data-metric="new_order.p90_ms""#));
+    let report = blocklab_coordinator::report::html::report(&export);
+    assert!(
+        report.contains("Per metric"),
+        "the HTML report has the per-metric table"
+    );
+
     let table = results_table(&lab, &job, "").await;
     assert!(table.contains("notpm mean"), "{table}");
     assert!(table.contains("NOTPM (higher is better)"), "{table}");

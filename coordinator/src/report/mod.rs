@@ -14,6 +14,7 @@ use crate::stats::{Metric, StatsError};
 
 pub mod analysis;
 pub mod html;
+pub mod metrics_plot;
 pub mod plot;
 pub mod probe_plot;
 pub mod query;

@@ -389,10 +389,12 @@ pub fn trace_charts(export: &JobExport) -> Vec<Chart> {
     charts
 }
 
-/// The metric chart (if there are results) followed by the traces.
+/// The metric chart (if there are results), the change of every workload metric (if the job
+/// has any), then the traces.
 pub fn charts(export: &JobExport) -> Vec<Chart> {
     metric_chart(export)
         .into_iter()
+        .chain(super::metrics_plot::change_chart(export))
         .chain(trace_charts(export))
         .collect()
 }

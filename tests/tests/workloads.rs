@@ -186,7 +186,7 @@ async fn tpcc_like_job_reports_notpm_and_passes_its_consistency_checks() {
 
     let table = results_table(&lab, &job, "").await;
     assert!(table.contains("notpm mean"), "{table}");
-    assert!(table.contains("NOTPM (higher is better)"), "{table}");
+    assert!(table.contains("NOTPM, higher is better"), "{table}");
     assert!(table.contains("new_order.p90_ms"), "{table}");
     assert!(table.contains("(baseline)"), "{table}");
     lab.shutdown().await;
@@ -217,8 +217,8 @@ async fn as3ap_like_job_times_each_query_and_reports_tuples_per_second() {
     }
     let table = results_table(&lab, &job, "").await;
     assert!(table.contains("mixed_ir.tup_per_s mean"), "{table}");
-    assert!(table.contains("tup/s (higher is better)"), "{table}");
-    assert!(table.contains("s (lower is better)"), "{table}");
+    assert!(table.contains("tup/s, higher is better"), "{table}");
+    assert!(table.contains("s, lower is better"), "{table}");
     let q = &queries[0].0;
     let one = results_table(&lab, &job, q).await;
     assert!(one.contains(&format!("{q} mean")), "{one}");

@@ -90,7 +90,7 @@ pub fn metric_table(by_metric: &[MetricResults], title: &str) -> String {
     for r in rows {
         t.add_row(r);
     }
-    format!("\n{title} (mean, % change, Welch p-value, verdict when significant):\n{t}\n")
+    format!("\n{title}; each entry: mean, % change, Welch p-value, verdict if significant\n{t}\n")
 }
 
 #[cfg(test)]
@@ -154,7 +154,7 @@ mod tests {
         assert_eq!(rows[1][1], "%");
         assert_eq!(rows[1][3], "45.2 +10.0%");
         let text = metric_table(&by, "per metric");
-        assert!(text.contains("per metric (mean"), "{text}");
+        assert!(text.contains("per metric; each entry: mean"), "{text}");
         assert!(metric_table(&[], "per metric").is_empty());
     }
 

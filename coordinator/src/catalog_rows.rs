@@ -19,9 +19,11 @@ pub(super) const JOB_SELECT_ONE: &str =
   FROM jobs j WHERE j.job_id = ?";
 pub(super) const RUN_SELECT: &str =
     "SELECT r.run_id, r.cell_index, r.repetition, r.sequence, r.attempt, r.state, r.stage,
-  r.error, r.log_tail, c.label, r.block_size, r.wal_block_size, r.build_key, r.build_reused, res.tps
+  r.error, r.log_tail, c.label, r.block_size, r.wal_block_size, r.build_key, r.build_reused, res.tps,
+  m.name AS headline_name, m.value AS headline_value, m.unit AS headline_unit
   FROM runs r JOIN cells c ON c.job_id = r.job_id AND c.cell_index = r.cell_index
   LEFT JOIN results res ON res.run_id = r.run_id
+  LEFT JOIN run_metrics m ON m.run_id = r.run_id AND m.position = 0
   WHERE r.job_id = ? ORDER BY r.sequence";
 
 fn u32_of(row: &SqliteRow, col: &str) -> Result<u32, CatalogError> {
@@ -109,6 +111,8 @@ pub struct RunRecord {
     pub build_key: Option<String>,
     pub build_reused: bool,
     pub tps: Option<f64>,
+    /// The run's headline workload metric (name, value, unit), for kinds other than pgbench.
+    pub headline: Option<(String, f64, String)>,
 }
 
 impl RunRecord {
@@ -131,6 +135,14 @@ impl RunRecord {
                 .try_get::<Option<bool>, _>("build_reused")?
                 .unwrap_or(false),
             tps: row.try_get("tps")?,
+            headline: match (
+                row.try_get::<Option<String>, _>("headline_name")?,
+                row.try_get::<Option<f64>, _>("headline_value")?,
+                row.try_get::<Option<String>, _>("headline_unit")?,
+            ) {
+                (Some(n), Some(v), Some(u)) => Some((n, v, u)),
+                _ => None,
+            },
         })
     }
 }

@@ -248,7 +248,7 @@ pub fn render_job(job: &GetJobResponse) -> String {
         "stage",
         "block_size",
         "wal_block_size",
-        "tps",
+        "result",
         "build",
         "error",
     ]);
@@ -263,7 +263,7 @@ pub fn render_job(job: &GetJobResponse) -> String {
             size(r.block_size),
             size(r.wal_block_size),
             if r.state == "done" {
-                format!("{:.1}", r.tps)
+                run_result(r)
             } else {
                 "-".into()
             },
@@ -361,7 +361,7 @@ pub async fn watch<T: Transport>(
                         r.state,
                         r.stage,
                         if r.state == "done" {
-                            format!(" {:.1} tps", r.tps)
+                            format!(" {}", run_result(r))
                         } else if r.live_tps > 0.0 {
                             format!(" {:.1} tps live", r.live_tps)
                         } else {
@@ -385,6 +385,24 @@ pub async fn watch<T: Transport>(
 }
 
 /// `blocklab job ID --run N`: one run with its proof, statistics and settings.
+/// A done run's result in a few words: its headline workload metric with the unit (NOTPM,
+/// tup/s, seconds), or its tps for pgbench runs.
+pub fn run_result(r: &RunInfo) -> String {
+    if r.headline_metric.is_empty() {
+        return format!("{:.1} tps", r.tps);
+    }
+    let metric = crate::stats::Metric::Workload {
+        name: r.headline_metric.clone(),
+        unit: r.headline_unit.clone(),
+        higher_is_better: true,
+    };
+    let value = crate::report::render::num(&metric, r.headline_value);
+    match r.headline_unit.as_str() {
+        "NOTPM" | "tup/s" => format!("{value} {}", r.headline_unit),
+        unit => format!("{} {value} {unit}", r.headline_metric),
+    }
+}
+
 pub fn render_run_detail(d: &RunDetail) -> String {
     let mut out = String::new();
     if let Some(r) = &d.run {
@@ -398,7 +416,7 @@ pub fn render_run_detail(d: &RunDetail) -> String {
             r.state,
             r.stage,
             if r.state == "done" {
-                format!(", {:.1} tps", r.tps)
+                format!(", {}", run_result(r))
             } else {
                 String::new()
             }

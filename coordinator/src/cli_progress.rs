@@ -16,7 +16,7 @@ const TEMPLATE: &str =
 /// One finished run as a line above the bar.
 pub fn run_line(r: &RunInfo) -> String {
     let tail = match r.state.as_str() {
-        "done" => format!("{:.1} tps", r.tps),
+        "done" => crate::cli::run_result(r),
         _ if !r.error.is_empty() => format!("{} at {}: {}", r.state, r.stage, r.error),
         _ => format!("{} at {}", r.state, r.stage),
     };

@@ -93,6 +93,9 @@ fn run_info(r: &RunRecord) -> RunInfo {
         tps: r.tps.unwrap_or(0.0),
         build_key: r.build_key.clone().unwrap_or_default(),
         build_reused: r.build_reused,
+        headline_metric: r.headline.as_ref().map(|h| h.0.clone()).unwrap_or_default(),
+        headline_value: r.headline.as_ref().map_or(0.0, |h| h.1),
+        headline_unit: r.headline.as_ref().map(|h| h.2.clone()).unwrap_or_default(),
         ..Default::default()
     }
 }

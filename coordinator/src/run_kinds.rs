@@ -85,13 +85,13 @@ fn run_seed() -> u64 {
     uuid::Uuid::new_v4().as_u64_pair().0 | 1
 }
 
-fn outcome(w: Window, metrics: Vec<WorkloadMetric>) -> RunOutcome {
+fn outcome(w: Window, metrics: Vec<WorkloadMetric>, headline: &str) -> RunOutcome {
     RunOutcome {
         result: w.merged,
         shares: w.shares,
         stats: w.stats,
         suspect: w.suspect,
-        metrics: wm::dedup(metrics),
+        metrics: wm::headline_first(wm::dedup(metrics), headline),
     }
 }
 
@@ -154,7 +154,7 @@ impl Scheduler {
                 },
             )
             .await?;
-        Ok(outcome(w, Vec::new()))
+        Ok(outcome(w, Vec::new(), ""))
     }
 
     /// One step on each of `workers` (all in parallel, as parts of one job).
@@ -241,7 +241,7 @@ impl Scheduler {
             ));
         }
         metrics.push(wm::metric("tpcc.load_s", load_s, "s", false));
-        Ok(outcome(w, metrics))
+        Ok(outcome(w, metrics, workload.kind.headline_metric()))
     }
 
     async fn measure_as3ap(
@@ -298,7 +298,7 @@ impl Scheduler {
             stats: Vec::new(),
             suspect: Vec::new(),
         });
-        Ok(outcome(w, metrics))
+        Ok(outcome(w, metrics, workload.kind.headline_metric()))
     }
 
     async fn measure_maintenance(

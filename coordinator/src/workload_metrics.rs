@@ -26,6 +26,15 @@ pub fn dedup(metrics: Vec<WorkloadMetric>) -> Vec<WorkloadMetric> {
     out
 }
 
+/// Moves the metric named `headline` to the front (the run's headline is the first metric).
+pub fn headline_first(mut metrics: Vec<WorkloadMetric>, headline: &str) -> Vec<WorkloadMetric> {
+    if let Some(i) = metrics.iter().position(|m| m.name == headline) {
+        let m = metrics.remove(i);
+        metrics.insert(0, m);
+    }
+    metrics
+}
+
 /// NOTPM (New-Order transactions completed per minute of the window, rolled-back ones
 /// included, as TPC-C counts them), then per transaction type: share of the mix, response
 /// time average and percentiles, rollbacks and failures.
@@ -177,6 +186,21 @@ mod tests {
                 .unwrap()
                 .higher_is_better
         );
+    }
+
+    #[test]
+    fn the_headline_goes_first_and_the_rest_keep_their_order() {
+        let m = vec![
+            metric("a", 1.0, "s", false),
+            metric("b", 2.0, "s", false),
+            metric("mixed_ir.tup_per_s", 3.0, "tup/s", true),
+        ];
+        let names: Vec<String> = headline_first(m.clone(), "mixed_ir.tup_per_s")
+            .into_iter()
+            .map(|m| m.name)
+            .collect();
+        assert_eq!(names, ["mixed_ir.tup_per_s", "a", "b"]);
+        assert_eq!(headline_first(m.clone(), "absent"), m);
     }
 
     #[test]

@@ -155,8 +155,12 @@ async fn tpcc_like_job_reports_notpm_and_passes_its_consistency_checks() {
         .await
         .expect("job")
         .into_inner();
-    let text = blocklab_coordinator::cli::render_run_detail(&detail.run_detail.expect("detail"));
+    let text =
+        blocklab_coordinator::cli::render_run_detail(detail.run_detail.as_ref().expect("detail"));
     assert!(text.contains("notpm") && text.contains("NOTPM"), "{text}");
+    // `blocklab job JOB` gives each run's NOTPM as its result.
+    let runs = blocklab_coordinator::cli::render_job(&detail);
+    assert_eq!(runs.matches(" NOTPM").count(), 2, "{runs}");
 
     // Plots: NOTPM against page size, the change by metric, the per-second traces.
     let export = lab

@@ -125,6 +125,18 @@ impl Catalog {
         Ok(())
     }
 
+    /// The CPU cores a host reported in its facts (`cpu_cores`), if it did.
+    pub async fn host_cores(&self, host_id: &str) -> Result<Option<u32>, CatalogError> {
+        let cores: Option<i64> = sqlx::query_scalar(
+            "SELECT json_extract(facts_json, '$.cpu_cores') FROM hosts WHERE host_id = ?",
+        )
+        .bind(host_id)
+        .fetch_optional(&self.reader)
+        .await?
+        .flatten();
+        Ok(cores.and_then(|c| u32::try_from(c).ok()).filter(|c| *c > 0))
+    }
+
     pub async fn hosts(&self) -> Result<Vec<HostRecord>, CatalogError> {
         let rows = sqlx::query("SELECT host_id, role, labels, address, version, facts_json, last_seen FROM hosts ORDER BY role, host_id")
             .fetch_all(&self.reader)

@@ -139,7 +139,7 @@ impl Scheduler {
             .window(
                 ctx,
                 workload.duration + workload.warmup,
-                workload.threads,
+                Some(workload.threads),
                 |clients, offset| RunLoadTask {
                     conninfo: Some(conninfo.clone()),
                     builtin: workload.builtin.clone(),
@@ -216,7 +216,7 @@ impl Scheduler {
             .window(
                 ctx,
                 workload.duration + workload.warmup,
-                ctx.cell.clients,
+                None,
                 kind_load(&conninfo, workload, ctx.cell.scale, &kind, seed),
             )
             .await?;
@@ -275,7 +275,7 @@ impl Scheduler {
                 .window(
                     ctx,
                     workload.duration + workload.warmup,
-                    ctx.cell.clients,
+                    None,
                     kind_load(&conninfo, workload, ctx.cell.scale, &mix_kind, seed),
                 )
                 .await?;

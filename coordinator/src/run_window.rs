@@ -31,11 +31,13 @@ pub(crate) struct Window {
 
 impl Scheduler {
     /// Runs one window: `task(clients, first_client_id)` is each worker's share of the load.
+    /// `threads` is how many threads a worker's clients run on (pgbench's `-j`); `None`: as
+    /// many as the worker has cores (the TPC-C-like and AS3AP-like drivers).
     pub(crate) async fn window(
         &self,
         ctx: &RunCtx<'_>,
         length: Duration,
-        threads: u32,
+        threads: Option<u32>,
         task: impl Fn(u32, u32) -> RunLoadTask,
     ) -> Result<Window, Failure> {
         let RunCtx {
@@ -110,7 +112,21 @@ impl Scheduler {
         let merged =
             crate::merge::merge(&parts).map_err(|e| fail("collecting", e.to_string(), ""))?;
         let stats = deltas(&before, &after);
-        let suspect = suspect_reasons(&merged, &parts, threads, &stats);
+        let mut worker_threads = Vec::with_capacity(workers.len());
+        for w in workers {
+            let n = match threads {
+                Some(t) => t,
+                None => self
+                    .catalog
+                    .host_cores(&w.host_id)
+                    .await
+                    .ok()
+                    .flatten()
+                    .unwrap_or(1),
+            };
+            worker_threads.push(n);
+        }
+        let suspect = suspect_reasons(&merged, &parts, &worker_threads, &stats);
         let shares = workers
             .iter()
             .zip(&shares)
@@ -177,7 +193,7 @@ pub(crate) fn add_deltas(acc: &mut Vec<(String, f64)>, more: &[(String, f64)]) {
 fn suspect_reasons(
     merged: &RunLoadResult,
     parts: &[RunLoadResult],
-    threads: u32,
+    threads: &[u32],
     stats: &[(String, f64)],
 ) -> Vec<String> {
     let mut out = Vec::new();
@@ -194,7 +210,7 @@ fn suspect_reasons(
     if checkpoints > 0.0 {
         out.push("checkpoint in measured window".to_string());
     }
-    let saturated = parts.iter().any(|p| {
+    let saturated = parts.iter().zip(threads).any(|(p, &threads)| {
         let cpu = p.client_cpu_user_s + p.client_cpu_system_s;
         let threads = f64::from(threads.min(p.clients.max(1)).max(1));
         p.measured_seconds > 0.0 && cpu / p.measured_seconds / threads > CPU_SATURATED

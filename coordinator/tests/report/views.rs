@@ -80,3 +80,16 @@ async fn readme_queries_answer_from_the_views() {
     let sd = 15.868_312_239_596_674_f64; // SciPy, stats_tests.rs
     assert!((var.expect("n > 1") - sd * sd).abs() < 1e-6);
 }
+
+#[tokio::test]
+async fn host_cores_come_from_the_facts() {
+    let f = build().await;
+    // The fixture's worker reports no core count; a host that does is read back.
+    assert_eq!(f.catalog.host_cores("w1").await.expect("w1"), None);
+    assert_eq!(f.catalog.host_cores("nobody").await.expect("none"), None);
+    sqlx::query("UPDATE hosts SET facts_json = '{\"cpu_cores\": 8}' WHERE host_id = 'w1'")
+        .execute(&f.sql)
+        .await
+        .expect("update");
+    assert_eq!(f.catalog.host_cores("w1").await.expect("w1"), Some(8));
+}

@@ -60,6 +60,14 @@ fn resolve(name: &str, export: &JobExport) -> Result<Metric, ReportError> {
 
 /// Every workload metric of a job with its per-cell statistics against the baseline.
 pub fn metric_results(export: &JobExport) -> Vec<MetricResults> {
+    per_metric(export, |m| analysis::cell_results(export, m))
+}
+
+/// For each workload metric of `export`, the cells `cells_of` gives for it.
+fn per_metric(
+    export: &JobExport,
+    cells_of: impl Fn(&Metric) -> Vec<CellResult>,
+) -> Vec<MetricResults> {
     query::workload_metrics(export)
         .into_iter()
         .map(|(name, unit, higher_is_better)| {
@@ -69,10 +77,10 @@ pub fn metric_results(export: &JobExport) -> Vec<MetricResults> {
                 higher_is_better,
             };
             MetricResults {
+                cells: cells_of(&m),
                 name,
                 unit,
                 higher_is_better,
-                cells: analysis::cell_results(export, &m),
             }
         })
         .collect()
@@ -117,22 +125,7 @@ pub async fn compare_jobs(
     let a = query::export_job(catalog, &req.job_a, false).await?;
     let b = query::export_job(catalog, &req.job_b, false).await?;
     let metric = resolve(&req.metric, &b)?;
-    let by_metric = query::workload_metrics(&b)
-        .into_iter()
-        .map(|(name, unit, higher_is_better)| {
-            let m = Metric::Workload {
-                name: name.clone(),
-                unit: unit.clone(),
-                higher_is_better,
-            };
-            MetricResults {
-                name,
-                unit,
-                higher_is_better,
-                cells: analysis::compare(&a, &b, &m),
-            }
-        })
-        .collect();
+    let by_metric = per_metric(&b, |m| analysis::compare(&a, &b, m));
     Ok(CompareJobsResponse {
         by_metric,
         cells: analysis::compare(&a, &b, &metric),

@@ -126,7 +126,7 @@ async fn tpcc_init_run_and_check() {
     let (out, _) = expect(0, &["tpcc", "check", "-w", "1", &conn]);
     assert_eq!(
         out.lines().filter(|l| l.starts_with("condition ")).count(),
-        9,
+        11,
         "{out}"
     );
     assert!(out.contains("all conditions hold"), "{out}");

@@ -142,7 +142,10 @@ async fn tpcc_like_job_reports_notpm_and_passes_its_consistency_checks() {
         .filter(|x| x.0 == "tpcc.consistency_checks")
         .collect::<Vec<_>>();
     assert_eq!(checks.len(), 2, "one check per run: {m:?}");
-    assert!(checks.iter().all(|c| c.1 >= 4.0), "{checks:?}");
+    assert!(
+        checks.iter().all(|c| c.1 == 11.0),
+        "conditions 1-10 and 12: {checks:?}"
+    );
 
     // `blocklab job JOB --run 2` lists the run's metrics.
     let detail = lab

@@ -189,6 +189,7 @@ pub fn jobs_table(jobs: &[JobSummary]) -> Table {
     let mut t = table(&[
         "job",
         "name",
+        "workload",
         "state",
         "runs done/total",
         "failed",
@@ -199,6 +200,7 @@ pub fn jobs_table(jobs: &[JobSummary]) -> Table {
         t.add_row(vec![
             j.job_id.clone(),
             j.name.clone(),
+            j.workload.clone(),
             j.state.clone(),
             format!("{}/{}", j.runs_done, j.runs_total),
             j.runs_failed.to_string(),

@@ -74,6 +74,7 @@ fn summary(j: &JobRecord) -> JobSummary {
         db_host_id: j.db_host_id.clone().unwrap_or_default(),
         error: j.error.clone().unwrap_or_default(),
         kind: crate::spec::spec_kind(&j.spec_toml).unwrap_or_default(),
+        workload: crate::spec::workload_of(&j.spec_toml),
     }
 }
 

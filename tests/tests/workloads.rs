@@ -161,6 +161,16 @@ async fn tpcc_like_job_reports_notpm_and_passes_its_consistency_checks() {
     let text =
         blocklab_coordinator::cli::render_run_detail(detail.run_detail.as_ref().expect("detail"));
     assert!(text.contains("notpm") && text.contains("NOTPM"), "{text}");
+    // `blocklab jobs` says what the job runs.
+    let jobs = lab
+        .client()
+        .await
+        .list_jobs(blocklab_proto::v1::ListJobsRequest {})
+        .await
+        .expect("jobs")
+        .into_inner();
+    assert_eq!(jobs.jobs[0].workload, "tpcc");
+    assert!(blocklab_coordinator::cli::render_jobs(&jobs.jobs).contains("| tpcc "));
     // `blocklab job JOB` gives each run's NOTPM as its result.
     let runs = blocklab_coordinator::cli::render_job(&detail);
     assert_eq!(runs.matches(" NOTPM").count(), 2, "{runs}");

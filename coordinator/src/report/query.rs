@@ -132,6 +132,7 @@ pub async fn export_job(
     let spec_toml: String = j.try_get("spec_toml")?;
     let job = JobSummary {
         kind: crate::spec::spec_kind(&spec_toml).unwrap_or_default(),
+        workload: crate::spec::workload_of(&spec_toml),
         job_id: j.try_get("job_id")?,
         name: j.try_get("name")?,
         state: j.try_get("state")?,

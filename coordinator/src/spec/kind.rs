@@ -117,6 +117,22 @@ impl super::Workload {
     }
 }
 
+/// What a stored spec runs, for listings: "probe" for an I/O probe, else its workload kind
+/// ("pgbench" when unsaid); empty when the text is not a spec.
+pub fn workload_of(text: &str) -> String {
+    let Ok(v) = toml::from_str::<toml::Value>(text) else {
+        return String::new();
+    };
+    if v.get("kind").and_then(|k| k.as_str()) == Some("probe") {
+        return "probe".into();
+    }
+    v.get("workload")
+        .and_then(|w| w.get("kind"))
+        .and_then(|k| k.as_str())
+        .unwrap_or("pgbench")
+        .to_string()
+}
+
 fn only_for(prefix: &str, field: &str, kind: &str) -> SpecError {
     SpecError::new(
         format!("{prefix}.{field}"),
@@ -243,6 +259,17 @@ mod tests {
 
     fn parse(workload: &str) -> Result<Spec, SpecError> {
         Spec::parse(&format!("{HEAD}[workload]\n{workload}"))
+    }
+
+    #[test]
+    fn listings_name_the_workload() {
+        assert_eq!(
+            workload_of(&format!("{HEAD}[workload]\nduration = \"5s\"")),
+            "pgbench"
+        );
+        assert_eq!(workload_of("[workload]\nkind = \"tpcc\""), "tpcc");
+        assert_eq!(workload_of("kind = \"probe\""), "probe");
+        assert_eq!(workload_of("not = [toml"), "");
     }
 
     #[test]

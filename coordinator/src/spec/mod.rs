@@ -10,7 +10,7 @@ mod probe;
 mod raw;
 mod validate;
 
-pub use kind::{AS3AP_MIXES, KINDS, MAINTENANCE_STEPS, WorkloadKind};
+pub use kind::{AS3AP_MIXES, KINDS, MAINTENANCE_STEPS, WorkloadKind, workload_of};
 pub use memory::{MemoryPolicy, hold_constant, page_unit};
 pub use probe::{PROBE_CHUNKS_KB, ProbeSpec, parse_size, spec_kind};
 pub use validate::validate_configure_flag;

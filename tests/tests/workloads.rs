@@ -200,6 +200,10 @@ async fn tpcc_like_job_reports_notpm_and_passes_its_consistency_checks() {
         report.contains("Per metric"),
         "the HTML report has the per-metric table"
     );
+    assert!(
+        report.contains("headline metric") && report.contains("notpm "),
+        "the report's runs lead with NOTPM"
+    );
 
     let table = results_table(&lab, &job, "").await;
     assert!(table.contains("notpm mean"), "{table}");

@@ -100,7 +100,12 @@ fn runs(out: &mut String, e: &JobExport) {
             .map(|c| c.label.clone())
             .unwrap_or_default()
     };
-    let header = strings(&[
+    // Runs of a workload kind beyond pgbench lead with their headline metric (NOTPM, ...).
+    let headline = e
+        .runs
+        .iter()
+        .any(|r| r.result.as_ref().is_some_and(|m| !m.extra.is_empty()));
+    let mut header = strings(&[
         "#",
         "cell",
         "rep",
@@ -128,7 +133,7 @@ fn runs(out: &mut String, e: &JobExport) {
         let m = r.result.as_ref();
         let f =
             |v: Option<f64>, d: usize| v.map(|v| format!("{v:.d$}")).unwrap_or_else(|| "-".into());
-        rows.push(vec![
+        let mut row = vec![
             (r.sequence + 1).to_string(),
             label(r.cell_index),
             (r.repetition + 1).to_string(),
@@ -155,8 +160,29 @@ fn runs(out: &mut String, e: &JobExport) {
                 .unwrap_or_else(|| "-".into()),
             r.suspect_reasons.join("; "),
             r.error.lines().next().unwrap_or("").to_string(),
-        ]);
+        ];
+        if headline {
+            let first = m.and_then(|m| m.extra.first());
+            row.insert(
+                14,
+                first.map_or_else(
+                    || "-".into(),
+                    |x| {
+                        let metric = Metric::Workload {
+                            name: x.name.clone(),
+                            unit: x.unit.clone(),
+                            higher_is_better: x.higher_is_better,
+                        };
+                        format!("{} {} {}", x.name, render::num(&metric, x.value), x.unit)
+                    },
+                ),
+            );
+        }
+        rows.push(row);
         marks.push(!r.suspect_reasons.is_empty());
+    }
+    if headline {
+        header.insert(14, "headline metric".into());
     }
     table(out, "runs", &header, &rows, &marks);
 }

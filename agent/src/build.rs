@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::BuildResult;
-use blocklab_proto::fleet::ProgressSink;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
@@ -146,7 +146,8 @@ impl BuildCache {
         }
         remove_unfinished(&prefix)?;
         if let Some(p) = progress {
-            p.stage("building", &format!("building {key}")).await;
+            p.stage(blocklab_spec::Stage::Building, &format!("building {key}"))
+                .await;
         }
         tracing::info!(key = %key, jobs = self.make_jobs, source = %spec.source.describe(), "building postgresql");
         let started = Instant::now();
@@ -220,7 +221,7 @@ impl BuildCache {
     ) -> Result<(), AgentError> {
         let say = |m: &'static str| async move {
             if let Some(p) = progress {
-                p.stage("building", m).await;
+                p.stage(blocklab_spec::Stage::Building, m).await;
             }
         };
         say("configure").await;

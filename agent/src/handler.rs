@@ -6,11 +6,12 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use blocklab_proto::fleet::{ProgressSink, TaskHandler, task_error};
+use blocklab_daemon::fleet::{ProgressSink, TaskHandler, task_error};
 use blocklab_proto::{
     BuildOptions, BuildResult, PrepareServerResult, PrepareServerTask, StopServerResult, Task,
     task, task_result,
 };
+use blocklab_spec::Stage;
 
 #[path = "maintenance.rs"]
 mod maintenance;
@@ -29,30 +30,34 @@ use crate::process::RunAs;
 use crate::users::{check_traversable, resolve_pg_user};
 
 /// Stage names reported in `TaskError.stage`.
-pub const STAGE_BUILDING: &str = "building";
-pub const STAGE_STARTING: &str = "starting";
-pub const STAGE_STOPPING: &str = "stopping";
-pub const STAGE_MEASURING: &str = "measuring";
+pub const STAGE_BUILDING: Stage = Stage::Building;
+pub const STAGE_STARTING: Stage = Stage::Starting;
+pub const STAGE_STOPPING: Stage = Stage::Stopping;
+pub const STAGE_MEASURING: Stage = Stage::Measuring;
 /// Stage of a failed I/O probe or build listing (not part of a run's life).
-pub const STAGE_PROBING: &str = "probing";
-pub const STAGE_MAINTENANCE: &str = "maintenance";
+pub const STAGE_PROBING: Stage = Stage::Probing;
+pub const STAGE_MAINTENANCE: Stage = Stage::Maintenance;
 
 /// An error together with the run stage it happened in.
 #[derive(Debug, thiserror::Error)]
 #[error("{stage}: {error}")]
 pub struct TaskFailure {
-    pub stage: &'static str,
+    pub stage: Stage,
     #[source]
     pub error: AgentError,
 }
 
 impl TaskFailure {
-    pub fn at(stage: &'static str) -> impl FnOnce(AgentError) -> Self {
+    pub fn at(stage: Stage) -> impl FnOnce(AgentError) -> Self {
         move |error| Self { stage, error }
     }
 
     pub fn into_outcome(self) -> task_result::Outcome {
-        task_error(self.stage, self.error.to_string(), self.error.log_tail())
+        task_error(
+            self.stage.as_str(),
+            self.error.to_string(),
+            self.error.log_tail(),
+        )
     }
 }
 
@@ -392,11 +397,11 @@ impl TaskHandler for AgentHandler {
                 }
             }
             Some(other) => task_error(
-                STAGE_STARTING,
+                STAGE_STARTING.as_str(),
                 format!("an agent does not run {} tasks", kind_name(&other)),
                 "",
             ),
-            None => task_error(STAGE_STARTING, "task has no kind", ""),
+            None => task_error(STAGE_STARTING.as_str(), "task has no kind", ""),
         }
     }
 

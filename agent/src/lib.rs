@@ -23,8 +23,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use blocklab_daemon::fleet::{SessionConfig, run_session};
 use blocklab_proto::Hello;
-use blocklab_proto::fleet::{SessionConfig, run_session};
 
 pub use error::AgentError;
 pub use handler::{AgentHandler, TaskFailure};
@@ -66,9 +66,9 @@ pub struct AgentConfig {
     /// Used until the coordinator's welcome says otherwise.
     pub heartbeat_interval: Duration,
     /// CA to verify the coordinator's certificate (`--ca-cert`); `None` = plain http.
-    pub tls: Option<blocklab_proto::security::ClientTls>,
+    pub tls: Option<blocklab_daemon::security::ClientTls>,
     /// Fleet join token (`--token-file` / `BLOCKLAB_FLEET_TOKEN`); `Debug` redacts it.
-    pub token: Option<blocklab_proto::security::Secret>,
+    pub token: Option<blocklab_daemon::security::Secret>,
 }
 
 impl AgentConfig {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use blocklab_agent::{AgentConfig, serve};
-use blocklab_proto::security::{ClientTls, FLEET_TOKEN_ENV, resolve_token};
+use blocklab_daemon::security::{ClientTls, FLEET_TOKEN_ENV, resolve_token};
 
 #[derive(clap::Parser, Debug)]
 #[command(
@@ -14,7 +14,7 @@ use blocklab_proto::security::{ClientTls, FLEET_TOKEN_ENV, resolve_token};
 )]
 struct Args {
     /// Coordinator address (URL or host:port).
-    #[arg(long, env = "BLOCKLAB_COORDINATOR", default_value = blocklab_proto::DEFAULT_COORDINATOR)]
+    #[arg(long, env = "BLOCKLAB_COORDINATOR", default_value = blocklab_daemon::DEFAULT_COORDINATOR)]
     coordinator: String,
     /// Host id reported to the coordinator (default: hostname).
     #[arg(long, env = "BLOCKLAB_HOST_ID")]
@@ -95,9 +95,9 @@ async fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
-    let args: Args = blocklab_proto::config::parse_or_exit(None);
+    let args: Args = blocklab_daemon::config::parse_or_exit(None);
     if let Some(addr) = &args.metrics_listen {
-        blocklab_proto::metrics::spawn(addr, std::sync::Arc::new(blocklab_agent::metrics::render))
+        blocklab_daemon::metrics::spawn(addr, std::sync::Arc::new(blocklab_agent::metrics::render))
             .await
             .with_context(|| format!("--metrics-listen {addr}"))?;
     }
@@ -128,7 +128,7 @@ async fn main() -> anyhow::Result<()> {
         config.tls = Some(ClientTls::from_ca_file("--ca-cert", ca)?);
     }
     config.token = resolve_token("--token-file", args.token_file.as_deref(), FLEET_TOKEN_ENV)?;
-    serve(config, blocklab_proto::shutdown_signal())
+    serve(config, blocklab_daemon::shutdown_signal())
         .await
         .context("blocklab-agent failed")?;
     Ok(())
@@ -148,7 +148,7 @@ mod tests {
 
     #[test]
     fn default_config_parses_back_to_the_defaults() {
-        blocklab_proto::config::check_default_config::<Args>(&["blocklab-agent"], None)
+        blocklab_daemon::config::check_default_config::<Args>(&["blocklab-agent"], None)
             .expect("config round trip");
     }
 }

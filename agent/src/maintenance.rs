@@ -27,7 +27,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use blocklab_proto::fleet::ProgressSink;
+use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{RunMaintenanceResult, RunMaintenanceTask, WorkloadMetric};
 
 use super::{AgentHandler, STAGE_MAINTENANCE};
@@ -43,7 +43,7 @@ mod tools;
 use sql::{connect, guarded, pg};
 
 /// The steps, in the order an empty step list runs them.
-pub const STEPS: [&str; 8] = blocklab_proto::MAINTENANCE_STEPS;
+pub const STEPS: [&str; 8] = blocklab_spec::MAINTENANCE_STEPS;
 pub const MAINT_DB: &str = "blocklab_maint";
 pub const RESTORE_DB: &str = "blocklab_restore";
 const TABLE: &str = "maint_accounts";

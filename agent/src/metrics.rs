@@ -1,7 +1,7 @@
 //! The agent's Prometheus-style metrics (`--metrics-listen`): builds made and reused,
 //! clusters running, and the Fleet counters (heartbeats sent, tasks run and failed).
 
-use blocklab_proto::metrics::{Counter, Exposition};
+use blocklab_daemon::metrics::{Counter, Exposition};
 
 /// PostgreSQL builds made (configure + make + install completed).
 pub static BUILDS_MADE: Counter = Counter::new();
@@ -39,10 +39,10 @@ mod tests {
     #[tokio::test]
     async fn scrape_agent_metrics() {
         BUILDS_REUSED.inc();
-        let addr = blocklab_proto::metrics::spawn("127.0.0.1:0", std::sync::Arc::new(render))
+        let addr = blocklab_daemon::metrics::spawn("127.0.0.1:0", std::sync::Arc::new(render))
             .await
             .expect("listen");
-        let (head, body) = blocklab_proto::metrics::http_get(addr, "/metrics", &[])
+        let (head, body) = blocklab_daemon::metrics::http_get(addr, "/metrics", &[])
             .await
             .expect("scrape");
         assert!(head.contains(" 200"), "{head}");

@@ -1,7 +1,7 @@
 //! The agent's tasks beyond the cluster life cycle: statistics snapshots (with crash
 //! detection), the I/O probe, listing and evicting builds, dropping the OS page cache.
 
-use blocklab_proto::fleet::ProgressSink;
+use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{
     ListBuildsResult, RunProbeResult, RunProbeTask, SnapshotStatsResult, SnapshotStatsTask,
 };
@@ -74,8 +74,11 @@ impl AgentHandler {
         let params = probe::params(task)?;
         check_space(&dir, params.file_size)?;
         if let Some(p) = progress {
-            p.stage("probing", &format!("I/O probe in {}", dir.display()))
-                .await;
+            p.stage(
+                blocklab_spec::Stage::Probing,
+                &format!("I/O probe in {}", dir.display()),
+            )
+            .await;
         }
         let (d, pp) = (dir.clone(), params.clone());
         let outcome = tokio::task::spawn_blocking(move || probe::run(&d, &pp))
@@ -83,7 +86,7 @@ impl AgentHandler {
             .map_err(|e| AgentError::Other(format!("probe thread panicked: {e}")))??;
         if let Some(p) = progress {
             for s in &outcome.skipped {
-                p.stage("probing", s).await;
+                p.stage(blocklab_spec::Stage::Probing, s).await;
             }
         }
         let fs = fs_of(&dir);

@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use blocklab_proto::fleet::ProgressSink;
+use blocklab_daemon::fleet::ProgressSink;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -52,7 +52,7 @@ pub async fn prepare(
 ) -> Result<SourceTree, AgentError> {
     let say = |m: String| async move {
         if let Some(p) = progress {
-            p.stage("building", &m).await;
+            p.stage(blocklab_spec::Stage::Building, &m).await;
         }
     };
     match source {
@@ -237,7 +237,11 @@ async fn download_cached(
         return Ok(file);
     }
     if let Some(p) = progress {
-        p.stage("building", &format!("downloading {url}")).await;
+        p.stage(
+            blocklab_spec::Stage::Building,
+            &format!("downloading {url}"),
+        )
+        .await;
     }
     let part = dir.join(format!("{name}.part"));
     let (u, p) = (url.to_string(), part.clone());

@@ -9,7 +9,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use blocklab_agent::{AgentConfig, AgentHandler};
-use blocklab_proto::fleet::{ProgressSink, TaskHandler};
+use blocklab_daemon::fleet::{ProgressSink, TaskHandler};
 use blocklab_proto::{
     BuildOptions, BuildTask, PrepareServerTask, Setting, SourceSpec, Task, task, task_result,
 };
@@ -323,7 +323,7 @@ async fn bad_settings_fail_in_starting_before_any_build() {
             .prepare_server("run-x", &task, &ProgressSink::detached())
             .await
             .unwrap_err();
-        assert_eq!(f.stage, "starting");
+        assert_eq!(f.stage, blocklab_spec::Stage::Starting);
         assert!(f.to_string().contains(needle), "{f}");
     }
     assert!(entries(&cache).is_empty());
@@ -347,7 +347,7 @@ async fn server_that_cannot_start_reports_postgres_log_and_cleans_up() {
         .prepare_server("run-bad", &task, &ProgressSink::detached())
         .await
         .unwrap_err();
-    assert_eq!(f.stage, "starting", "{f}");
+    assert_eq!(f.stage, blocklab_spec::Stage::Starting, "{f}");
     let tail = f.error.log_tail();
     eprintln!("expected failure: {f}\n{tail}");
     assert!(tail.contains("shared_buffers"), "log tail: {tail}");

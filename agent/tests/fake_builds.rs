@@ -218,7 +218,7 @@ async fn the_size_cap_evicts_the_least_recently_used_build_after_a_new_one() {
     );
     assert!(!Path::new(&first.install_dir).exists());
     // The same through the task interface.
-    use blocklab_proto::fleet::{ProgressSink, TaskHandler};
+    use blocklab_daemon::fleet::{ProgressSink, TaskHandler};
     let task = blocklab_proto::Task {
         kind: Some(blocklab_proto::task::Kind::ListBuilds(Default::default())),
         ..Default::default()

@@ -5,7 +5,7 @@
 mod common;
 
 use blocklab_agent::{AgentError, AgentHandler};
-use blocklab_proto::fleet::{ProgressSink, TaskHandler};
+use blocklab_daemon::fleet::{ProgressSink, TaskHandler};
 use blocklab_proto::{
     BuildOptions, PrepareServerTask, RunMaintenanceTask, SnapshotStatsTask, Task, task, task_result,
 };

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use blocklab_agent::AgentHandler;
-use blocklab_proto::fleet::{ProgressSink, TaskHandler};
+use blocklab_daemon::fleet::{ProgressSink, TaskHandler};
 use blocklab_proto::{PrepareServerTask, RunProbeTask, SnapshotStatsTask, Task, task, task_result};
 use common::*;
 

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use blocklab_agent::AgentHandler;
 use blocklab_agent::source::git_mirror_dir;
-use blocklab_proto::fleet::ProgressSink;
+use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{PrepareServerTask, SourceSpec};
 use common::*;
 

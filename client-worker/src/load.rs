@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use blocklab_proto::fleet::ProgressSink;
+use blocklab_daemon::fleet::ProgressSink;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::conn::Target;
@@ -236,7 +236,7 @@ pub async fn run_load_controlled(
     if first_err.is_none()
         && let Some(go) = go
     {
-        progress.stage("ready", "").await;
+        progress.stage(blocklab_spec::Stage::Ready, "").await;
         tracing::info!(
             clients = opts.clients,
             "all clients connected, waiting for go"
@@ -274,7 +274,7 @@ pub async fn run_load_controlled(
     if !opts.warmup.is_zero() {
         progress
             .stage(
-                "warming-up",
+                blocklab_spec::Stage::WarmingUp,
                 &format!("{} s warm-up", opts.warmup.as_secs_f64()),
             )
             .await;
@@ -283,7 +283,7 @@ pub async fn run_load_controlled(
     let cpu_before = CpuTimes::now();
     progress
         .stage(
-            "measuring",
+            blocklab_spec::Stage::Measuring,
             &format!("{} s measured", opts.duration.as_secs_f64()),
         )
         .await;

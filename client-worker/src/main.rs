@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use blocklab_proto::config::{ConfigError, parse_with_config};
+use blocklab_daemon::config::{ConfigError, parse_with_config};
 use blocklab_worker::init::{InitOptions, PartitionMethod};
 use blocklab_worker::plan::split_weight;
 use blocklab_worker::{Builtin, LoadOptions, Protocol, ScriptSpec, WorkerConfig, WorkerError};
@@ -39,7 +39,7 @@ enum Command {
 #[derive(Args, Debug)]
 struct ServeArgs {
     /// Coordinator address (URL or host:port).
-    #[arg(long, env = "BLOCKLAB_COORDINATOR", default_value = blocklab_proto::DEFAULT_COORDINATOR)]
+    #[arg(long, env = "BLOCKLAB_COORDINATOR", default_value = blocklab_daemon::DEFAULT_COORDINATOR)]
     coordinator: String,
     /// Host id reported to the coordinator (default: hostname).
     #[arg(long, env = "BLOCKLAB_HOST_ID")]
@@ -212,7 +212,7 @@ fn fail(code: u8, e: &WorkerError) -> ExitCode {
 async fn serve(a: ServeArgs) -> ExitCode {
     if let Some(addr) = &a.metrics_listen {
         let render = std::sync::Arc::new(blocklab_worker::metrics::render);
-        if let Err(e) = blocklab_proto::metrics::spawn(addr, render).await {
+        if let Err(e) = blocklab_daemon::metrics::spawn(addr, render).await {
             eprintln!("blocklab-worker: error: --metrics-listen {addr}: {e}");
             return ExitCode::from(1);
         }
@@ -229,7 +229,7 @@ async fn serve(a: ServeArgs) -> ExitCode {
         eprintln!("blocklab-worker: error: {e}");
         return ExitCode::from(1);
     }
-    match blocklab_worker::serve(config, blocklab_proto::shutdown_signal()).await {
+    match blocklab_worker::serve(config, blocklab_daemon::shutdown_signal()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(1, &e),
     }
@@ -240,8 +240,8 @@ fn fleet_auth(
     config: &mut WorkerConfig,
     ca_cert: Option<&std::path::Path>,
     token_file: Option<&std::path::Path>,
-) -> Result<(), blocklab_proto::security::SecurityError> {
-    use blocklab_proto::security::{ClientTls, FLEET_TOKEN_ENV, resolve_token};
+) -> Result<(), blocklab_daemon::security::SecurityError> {
+    use blocklab_daemon::security::{ClientTls, FLEET_TOKEN_ENV, resolve_token};
     if let Some(ca) = ca_cert {
         config.tls = Some(ClientTls::from_ca_file("--ca-cert", ca)?);
     }

@@ -3,7 +3,7 @@ use super::*;
 
 #[test]
 fn default_config_parses_back_to_the_defaults() {
-    blocklab_proto::config::check_default_config::<Cli>(
+    blocklab_daemon::config::check_default_config::<Cli>(
         &["blocklab-worker", "serve"],
         Some("serve"),
     )

@@ -1,7 +1,7 @@
 //! The worker's Prometheus-style metrics (`serve --metrics-listen`): loads run, and the Fleet
 //! counters (heartbeats sent, tasks run and failed).
 
-use blocklab_proto::metrics::{Counter, Exposition};
+use blocklab_daemon::metrics::{Counter, Exposition};
 
 /// `RunLoad` tasks started by this worker.
 pub static LOADS_RUN: Counter = Counter::new();
@@ -24,10 +24,10 @@ mod tests {
 
     #[tokio::test]
     async fn scrape_worker_metrics() {
-        let addr = blocklab_proto::metrics::spawn("127.0.0.1:0", std::sync::Arc::new(render))
+        let addr = blocklab_daemon::metrics::spawn("127.0.0.1:0", std::sync::Arc::new(render))
             .await
             .expect("listen");
-        let (head, body) = blocklab_proto::metrics::http_get(addr, "/metrics", &[])
+        let (head, body) = blocklab_daemon::metrics::http_get(addr, "/metrics", &[])
             .await
             .expect("scrape");
         assert!(head.contains(" 200"), "{head}");

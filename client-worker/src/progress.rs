@@ -63,7 +63,7 @@ pub(crate) async fn report_every(plan: Arc<Plan>, start: Instant, every: Duratio
 
 /// Every second, the transactions of the last second as `live_tps=N` on the task's progress
 /// (the coordinator shows it while the run measures).
-pub(crate) async fn report_live(plan: Arc<Plan>, sink: blocklab_proto::fleet::ProgressSink) {
+pub(crate) async fn report_live(plan: Arc<Plan>, sink: blocklab_daemon::fleet::ProgressSink) {
     let mut last = plan.live.transactions.load(Ordering::Relaxed);
     let mut at = Instant::now();
     loop {
@@ -73,6 +73,6 @@ pub(crate) async fn report_live(plan: Arc<Plan>, sink: blocklab_proto::fleet::Pr
         at = Instant::now();
         let tps = now.wrapping_sub(last) as f64 / secs.max(1e-3);
         last = now;
-        sink.stage("measuring", &format!("live_tps={tps:.1}")).await;
+        sink.live(tps).await;
     }
 }

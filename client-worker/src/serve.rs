@@ -6,7 +6,7 @@ use std::net::{ToSocketAddrs, UdpSocket};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use blocklab_proto::fleet::{ProgressSink, SessionConfig, TaskHandler, run_session, task_error};
+use blocklab_daemon::fleet::{ProgressSink, SessionConfig, TaskHandler, run_session, task_error};
 use blocklab_proto::{CancelTask, Go, Hello, Role, Task, task, task_result};
 use tokio::sync::oneshot;
 
@@ -26,9 +26,9 @@ pub struct WorkerConfig {
     pub advertise_addr: String,
     pub heartbeat_interval: Duration,
     /// CA to verify the coordinator's certificate (`--ca-cert`); `None` = plain http.
-    pub tls: Option<blocklab_proto::security::ClientTls>,
+    pub tls: Option<blocklab_daemon::security::ClientTls>,
     /// Fleet join token (`--token-file` / `BLOCKLAB_FLEET_TOKEN`); `Debug` redacts it.
-    pub token: Option<blocklab_proto::security::Secret>,
+    pub token: Option<blocklab_daemon::security::Secret>,
 }
 
 impl WorkerConfig {
@@ -218,12 +218,12 @@ impl WorkerHandler {
         progress: &ProgressSink,
     ) -> task_result::Outcome {
         let stage = if t.step == "check" {
-            "checking"
+            blocklab_spec::Stage::Checking
         } else {
-            "loading-data"
+            blocklab_spec::Stage::LoadingData
         };
         if lock(&self.cancelled).remove(task_id) {
-            return task_error(stage, "cancelled", "");
+            return task_error(stage.as_str(), "cancelled", "");
         }
         let ctl = LoadControl::default();
         *lock(&self.running) = Some(Running {
@@ -243,11 +243,11 @@ impl WorkerHandler {
         };
         *lock(&self.running) = None;
         if ctl.stop.load(std::sync::atomic::Ordering::Relaxed) {
-            return task_error(stage, "cancelled", "");
+            return task_error(stage.as_str(), "cancelled", "");
         }
         match res {
             Ok(r) => task_result::Outcome::WorkloadStep(r),
-            Err(e) => task_error(stage, e.to_string(), ""),
+            Err(e) => task_error(stage.as_str(), e.to_string(), ""),
         }
     }
 }
@@ -258,7 +258,10 @@ impl TaskHandler for WorkerHandler {
         match task.kind {
             Some(task::Kind::InitData(t)) => {
                 progress
-                    .stage("loading-data", &format!("pgbench -i -s {}", t.scale))
+                    .stage(
+                        blocklab_spec::Stage::LoadingData,
+                        &format!("pgbench -i -s {}", t.scale),
+                    )
                     .await;
                 let Some(conn) = t.conninfo else {
                     return task_error("loading-data", "init-data task without conninfo", "");

@@ -4,7 +4,7 @@
 
 mod support;
 
-use blocklab_proto::fleet::ProgressSink;
+use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{
     As3apParams, RunLoadResult, RunLoadTask, WorkloadKind, WorkloadStepResult, WorkloadStepTask,
 };

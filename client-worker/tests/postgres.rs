@@ -6,7 +6,7 @@ mod support;
 use std::process::Command;
 use std::time::Duration;
 
-use blocklab_proto::fleet::{ProgressSink, TaskHandler};
+use blocklab_daemon::fleet::{ProgressSink, TaskHandler};
 use blocklab_proto::{RunLoadTask, Task, task, task_result};
 use blocklab_worker::{
     Builtin, LoadOptions, Protocol, WorkerError, WorkerHandler, init_data, run_load,

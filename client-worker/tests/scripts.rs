@@ -7,7 +7,7 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blocklab_proto::fleet::{ProgressSink, TaskHandler};
+use blocklab_daemon::fleet::{ProgressSink, TaskHandler};
 use blocklab_proto::{
     CancelTask, Go, RunLoadTask, Setting, Task, WeightedScript, task, task_result,
 };

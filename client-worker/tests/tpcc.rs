@@ -6,7 +6,7 @@ mod support;
 
 use std::time::Instant;
 
-use blocklab_proto::fleet::ProgressSink;
+use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{
     RunLoadResult, RunLoadTask, TpccParams, WorkloadKind, WorkloadStepResult, WorkloadStepTask,
 };

@@ -10,7 +10,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{Row, Sqlite, Transaction};
 
-use crate::spec::{Plan, ProbeSpec, Spec};
+use blocklab_spec::{Plan, ProbeSpec, Spec};
 
 pub use rows::*;
 

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use blocklab_proto::security::{Bearer, ClientAuth};
+use blocklab_daemon::security::{Bearer, ClientAuth};
 use blocklab_proto::v1::control_client::ControlClient;
 use blocklab_proto::v1::*;
 use comfy_table::Table;
@@ -13,7 +13,7 @@ use tonic::codegen::{Body, Bytes, InterceptedService, StdError};
 use tonic::transport::Channel;
 
 pub use crate::report::render::{Format, render_compare, render_results};
-use crate::spec::{JobSpec, Plan, Spec};
+use blocklab_spec::{JobSpec, Plan, Spec};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -22,12 +22,12 @@ pub enum CliError {
     #[error("{path}: {error}")]
     Spec {
         path: String,
-        error: crate::spec::SpecError,
+        error: blocklab_spec::SpecError,
     },
     #[error("{error} (set --coordinator or BLOCKLAB_COORDINATOR; with TLS, --ca-cert)")]
     Connect {
         addr: String,
-        error: blocklab_proto::security::SecurityError,
+        error: blocklab_daemon::security::SecurityError,
     },
     #[error("{}", .0.message())]
     Rpc(#[from] tonic::Status),
@@ -57,7 +57,7 @@ impl<T> Transport for T where
 
 /// Connects to the coordinator with the shared client endpoint (TLS, connect timeout).
 pub async fn connect(addr: &str, auth: &ClientAuth) -> Result<Client, CliError> {
-    let channel = blocklab_proto::security::connect_channel(addr, auth.tls.as_ref())
+    let channel = blocklab_daemon::security::connect_channel(addr, auth.tls.as_ref())
         .await
         .map_err(|error| CliError::Connect {
             addr: addr.to_string(),
@@ -65,7 +65,7 @@ pub async fn connect(addr: &str, auth: &ClientAuth) -> Result<Client, CliError> 
         })?;
     Ok(
         ControlClient::with_interceptor(channel, Bearer::new(auth.token.as_ref()))
-            .max_decoding_message_size(blocklab_proto::security::CLIENT_MAX_MESSAGE_BYTES),
+            .max_decoding_message_size(blocklab_daemon::security::CLIENT_MAX_MESSAGE_BYTES),
     )
 }
 

@@ -9,51 +9,17 @@ use blocklab_proto::v1::*;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use crate::catalog::{CatalogError, JobRecord, RunRecord};
-use crate::report::{self, ReportError};
+use crate::catalog::{JobRecord, RunRecord};
+use crate::error::status;
+use crate::report;
 use crate::scheduler::Scheduler;
-use crate::spec::{JobSpec, SpecError};
-
-/// Error messages travel in a response header: keep echoed input short.
-const MAX_MESSAGE_CHARS: usize = 1024;
-
-fn bounded(message: String) -> String {
-    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
-        Some((cut, _)) => format!("{}... ({} bytes in all)", &message[..cut], message.len()),
-        None => message,
-    }
-}
+use blocklab_spec::JobSpec;
 
 /// `{:?}` of a caller's value, cut to 64 characters.
 fn shown(value: &str) -> String {
     match value.char_indices().nth(64) {
         Some((cut, _)) => format!("{:?}... ({} bytes)", &value[..cut], value.len()),
         None => format!("{value:?}"),
-    }
-}
-
-/// Bad specs are the caller's fault; a missing job is not found; the rest is unavailable.
-impl From<SpecError> for Status {
-    fn from(e: SpecError) -> Self {
-        Status::invalid_argument(bounded(e.to_string()))
-    }
-}
-
-impl From<CatalogError> for Status {
-    fn from(e: CatalogError) -> Self {
-        match e {
-            CatalogError::JobNotFound(_) => Status::not_found(e.to_string()),
-            other => Status::unavailable(other.to_string()),
-        }
-    }
-}
-
-impl From<ReportError> for Status {
-    fn from(e: ReportError) -> Self {
-        match e {
-            ReportError::Catalog(c) => c.into(),
-            other => Status::invalid_argument(bounded(other.to_string())),
-        }
     }
 }
 
@@ -73,8 +39,8 @@ fn summary(j: &JobRecord) -> JobSummary {
         runs_failed: j.runs_failed,
         db_host_id: j.db_host_id.clone().unwrap_or_default(),
         error: j.error.clone().unwrap_or_default(),
-        kind: crate::spec::spec_kind(&j.spec_toml).unwrap_or_default(),
-        workload: crate::spec::workload_of(&j.spec_toml),
+        kind: blocklab_spec::spec_kind(&j.spec_toml).unwrap_or_default(),
+        workload: blocklab_spec::workload_of(&j.spec_toml),
     }
 }
 
@@ -117,7 +83,7 @@ impl Control for ControlService {
     ) -> Result<Response<SubmitJobResponse>, Status> {
         let text = request.into_inner().spec_toml;
         let catalog = &self.scheduler.catalog;
-        let (job_id, cells, runs) = match JobSpec::parse(&text)? {
+        let (job_id, cells, runs) = match JobSpec::parse(&text).map_err(|e| status(&e))? {
             JobSpec::Benchmark(spec) => {
                 let plan = spec.plan();
                 let id = catalog.insert_job(&text, &spec, &plan).await?;

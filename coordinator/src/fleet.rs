@@ -9,12 +9,14 @@ use std::time::{Duration, Instant};
 
 use blocklab_proto::v1::fleet_server::Fleet;
 use blocklab_proto::v1::{
-    CoordinatorMessage, HostMessage, Role, Task, TaskResult, Welcome, coordinator_message,
-    host_message, task, task_result,
+    CoordinatorMessage, HostMessage, Role, Task, TaskProgress, TaskResult, Welcome,
+    coordinator_message, host_message, task, task_result,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
+
+use blocklab_spec::Stage;
 
 use crate::catalog::{Catalog, HostRecord};
 
@@ -101,7 +103,7 @@ impl HostSession {
         }
         match tokio::time::timeout(timeout, done_rx).await {
             Ok(Ok(result)) => Ok(result.outcome.unwrap_or_else(|| {
-                blocklab_proto::fleet::task_error("unknown", "host sent an empty result", "")
+                blocklab_daemon::fleet::task_error("unknown", "host sent an empty result", "")
             })),
             Ok(Err(_)) => Err(CallError::Disconnected(self.host_id.clone())),
             Err(_) => {
@@ -184,8 +186,41 @@ pub struct ProgressEvent {
     pub task_id: String,
     pub run_id: String,
     pub attempt: u32,
-    pub stage: String,
-    pub message: String,
+    pub report: Progress,
+}
+
+/// What a progress report says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    /// The task entered a stage.
+    Stage(Stage),
+    /// Transactions per second over the last second of a measured window.
+    Live(f64),
+}
+
+impl ProgressEvent {
+    /// The domain form of a host's report; `None` (logged) for a stage this coordinator
+    /// does not know.
+    fn from_wire(host_id: &str, p: TaskProgress) -> Option<Self> {
+        let report = if let Some(tps) = p.live_tps {
+            Progress::Live(tps)
+        } else {
+            match p.stage.parse::<Stage>() {
+                Ok(stage) => Progress::Stage(stage),
+                Err(e) => {
+                    tracing::warn!(host_id, run_id = %p.run_id, error = %e, "progress report ignored");
+                    return None;
+                }
+            }
+        };
+        Some(Self {
+            host_id: host_id.to_string(),
+            task_id: p.task_id,
+            run_id: p.run_id,
+            attempt: p.attempt,
+            report,
+        })
+    }
 }
 
 /// Every attached host, shared by the Fleet service, the scheduler and Control.
@@ -418,14 +453,10 @@ impl Fleet for FleetService {
                         }
                     }
                     Some(host_message::Kind::Progress(p)) => {
-                        let _ = registry.progress.send(ProgressEvent {
-                            host_id: session.host_id.clone(),
-                            task_id: p.task_id,
-                            run_id: p.run_id,
-                            attempt: p.attempt,
-                            stage: p.stage,
-                            message: p.message,
-                        });
+                        if let Some(event) = ProgressEvent::from_wire(&session.host_id, p) {
+                            // No subscriber only means nobody is following progress now.
+                            let _ = registry.progress.send(event);
+                        }
                     }
                     Some(host_message::Kind::Result(r)) => session.deliver(r),
                     Some(host_message::Kind::Hello(_)) | None => {}

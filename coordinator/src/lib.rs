@@ -4,7 +4,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use blocklab_proto::security::{self, Secret, ServerTls, TokenCheck, TokenKind};
+use blocklab_daemon::security::{self, Secret, ServerTls, TokenCheck, TokenKind};
 use blocklab_proto::v1::control_server::ControlServer;
 use blocklab_proto::v1::fleet_server::FleetServer;
 use tokio::net::TcpListener;
@@ -16,6 +16,7 @@ pub mod cli_listings;
 pub mod cli_progress;
 pub mod control;
 pub mod dashboard;
+pub mod error;
 pub mod fleet;
 pub mod listen;
 pub mod merge;
@@ -26,7 +27,6 @@ mod run;
 mod run_kinds;
 mod run_window;
 pub mod scheduler;
-pub mod spec;
 pub mod stats;
 pub mod workload_metrics;
 

@@ -2,7 +2,7 @@
 //! jobs and runs by state (from the catalog), hosts up (from the registry), heartbeats
 //! received and task errors (counted by the Fleet service).
 
-use blocklab_proto::metrics::{Counter, Exposition};
+use blocklab_daemon::metrics::{Counter, Exposition};
 use blocklab_proto::v1::Role;
 
 use crate::catalog::{Catalog, CatalogError};

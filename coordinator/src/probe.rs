@@ -6,7 +6,7 @@ use std::time::Duration;
 use blocklab_proto::v1::{RunProbeTask, task, task_result::Outcome};
 
 use crate::scheduler::{HOST_WAIT, Scheduler, SchedulerError};
-use crate::spec::ProbeSpec;
+use blocklab_spec::ProbeSpec;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2 * 60 * 60);
 

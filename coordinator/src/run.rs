@@ -14,7 +14,7 @@ use blocklab_proto::v1::{
 use crate::catalog::{RunChoices, RunRecord, ServerRecord};
 use crate::fleet::{CallError, HostSession};
 use crate::scheduler::{Scheduler, SchedulerError, build_options};
-use crate::spec::{Cell, Spec};
+use blocklab_spec::{Cell, Spec};
 
 const PREPARE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 pub(crate) const INIT_TIMEOUT: Duration = Duration::from_secs(60 * 60);
@@ -332,7 +332,9 @@ impl Scheduler {
         let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
         while ready.values().any(|r| !r) {
             match tokio::time::timeout_at(deadline, progress.recv()).await {
-                Ok(Ok(p)) if p.stage == "ready" => {
+                Ok(Ok(p))
+                    if p.report == crate::fleet::Progress::Stage(blocklab_spec::Stage::Ready) =>
+                {
                     if let Some(r) = ready.get_mut(p.task_id.as_str()) {
                         *r = true;
                     }

@@ -15,17 +15,10 @@ use crate::catalog::RunOutcome;
 use crate::run::{Failure, INIT_TIMEOUT, RunCtx, fail, unexpected};
 use crate::run_window::{Window, add_deltas, deltas};
 use crate::scheduler::Scheduler;
-use crate::spec::{Workload, WorkloadKind};
 use crate::workload_metrics as wm;
+use blocklab_spec::{Workload, WorkloadKind};
 
 const MAINTENANCE_TIMEOUT: Duration = Duration::from_secs(6 * 60 * 60);
-
-impl WorkloadKind {
-    /// Whether runs of this kind use client workers.
-    pub fn has_workers(&self) -> bool {
-        !matches!(self, WorkloadKind::Maintenance { .. })
-    }
-}
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)

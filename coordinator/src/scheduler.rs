@@ -9,8 +9,8 @@ use blocklab_proto::v1::{BuildOptions, BuildTask, SourceSpec, task, task_result:
 use tokio::sync::{broadcast, watch};
 
 use crate::catalog::{BuildRecord, Catalog, CatalogError};
-use crate::fleet::{HostSession, Registry};
-use crate::spec::{BuildPoint, JobSpec, Spec, SpecError};
+use crate::fleet::{HostSession, Progress, ProgressEvent, Registry};
+use blocklab_spec::{BuildPoint, JobSpec, Spec, SpecError, Stage};
 
 const BUILD_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 /// Attempts a run gets when hosts vanish under it (then it fails).
@@ -123,18 +123,33 @@ impl Scheduler {
         tokio::spawn(async move {
             loop {
                 match rx.recv().await {
-                    Ok(p) if p.message.starts_with("live_tps=") => {
-                        if let Ok(tps) = p.message["live_tps=".len()..].parse::<f64>() {
-                            this.live()
-                                .insert((p.run_id.clone(), p.host_id.clone()), tps);
-                            let _ = this.events.send(String::new());
-                        }
+                    Ok(ProgressEvent {
+                        report: Progress::Live(tps),
+                        run_id,
+                        host_id,
+                        ..
+                    }) => {
+                        this.live().insert((run_id, host_id), tps);
+                        let _ = this.events.send(String::new());
                     }
-                    Ok(p) if !p.run_id.is_empty() && p.stage != "ready" => {
-                        if let Ok(true) =
-                            this.catalog.set_stage(&p.run_id, p.attempt, &p.stage).await
+                    Ok(ProgressEvent {
+                        report: Progress::Stage(stage),
+                        run_id,
+                        attempt,
+                        ..
+                    }) if !run_id.is_empty() && stage != Stage::Ready => {
+                        match this
+                            .catalog
+                            .set_stage(&run_id, attempt, stage.as_str())
+                            .await
                         {
-                            let _ = this.events.send(String::new());
+                            Ok(true) => {
+                                let _ = this.events.send(String::new());
+                            }
+                            Ok(false) => {}
+                            Err(e) => {
+                                tracing::error!(run_id, stage = %stage, error = %e, "cannot record a run's stage")
+                            }
                         }
                     }
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}

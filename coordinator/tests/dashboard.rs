@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use blocklab_coordinator::dashboard::{self, Dashboard};
 use blocklab_coordinator::fleet::{Liveness, Registry};
-use blocklab_proto::metrics::http_get;
-use blocklab_proto::security::Secret;
+use blocklab_daemon::metrics::http_get;
+use blocklab_daemon::security::Secret;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const TOKEN: &str = "dashboard-test-token-0123456789";

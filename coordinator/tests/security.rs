@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use blocklab_coordinator::listen::{ListenDecision, Protection, decide_listen};
-use blocklab_proto::security::{Bearer, ClientTls, connect_channel};
+use blocklab_daemon::security::{Bearer, ClientTls, connect_channel};
 use blocklab_proto::v1::control_client::ControlClient;
 use blocklab_proto::v1::fleet_client::FleetClient;
 use blocklab_proto::v1::*;

@@ -198,7 +198,7 @@ async fn a_shuffled_job_stores_its_seed_and_order() {
     let seed: u64 = seed.parse().expect("a seed is stored");
     assert_eq!(order, format!("shuffled(seed={seed})"));
     // The stored run order is the one the seed reproduces.
-    let plan = blocklab_coordinator::spec::Spec::parse_with_seed(&text, Some(seed))
+    let plan = blocklab_spec::Spec::parse_with_seed(&text, Some(seed))
         .expect("valid")
         .plan();
     let job = client

@@ -43,7 +43,7 @@ mod schema;
 
 use std::time::Instant;
 
-use blocklab_proto::fleet::ProgressSink;
+use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{
     ConnInfo, RunLoadResult, RunLoadTask, WorkloadKind, WorkloadMetric, WorkloadStepResult,
     WorkloadStepTask,
@@ -149,13 +149,16 @@ async fn load(
     tracing::info!(rows, "as3ap load starting");
     let started = Instant::now();
     progress
-        .stage("loading-data", &format!("as3ap: copying 4 x {rows} rows"))
+        .stage(
+            blocklab_spec::Stage::LoadingData,
+            &format!("as3ap: copying 4 x {rows} rows"),
+        )
         .await;
     schema::create_tables(client).await?;
     schema::load_tables(client, rows, ctl).await?;
     let load_s = started.elapsed().as_secs_f64();
     progress
-        .stage("loading-data", "as3ap: building indexes")
+        .stage(blocklab_spec::Stage::LoadingData, "as3ap: building indexes")
         .await;
     let started = Instant::now();
     let mut notes = schema::build_indexes(client, ctl).await?;
@@ -185,7 +188,7 @@ async fn single_user(
     let list = list::single_user_list(rows);
     progress
         .stage(
-            "loading-data",
+            blocklab_spec::Stage::LoadingData,
             &format!("as3ap: single-user test, {} queries", list.len()),
         )
         .await;

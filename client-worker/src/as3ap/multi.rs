@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use blocklab_proto::fleet::ProgressSink;
+use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{RunLoadResult, RunLoadTask};
 use tokio::sync::oneshot;
 use tokio_postgres::{Client, SimpleQueryMessage, Statement};
@@ -266,7 +266,7 @@ pub async fn run_mix(
         "as3ap users connected"
     );
     if let Some(go) = go {
-        progress.stage("ready", "").await;
+        progress.stage(blocklab_spec::Stage::Ready, "").await;
         tokio::select! {
             r = go => if r.is_err() { return Err(WorkerError::Run("the go signal was dropped".into())) },
             _ = ctl.stopped.notified() => return Err(WorkerError::Run("cancelled before the go".into())),
@@ -297,7 +297,7 @@ pub async fn run_mix(
     if t.warmup_ms > 0 {
         progress
             .stage(
-                "warming-up",
+                blocklab_spec::Stage::WarmingUp,
                 &format!("{} s warm-up", t.warmup_ms as f64 / 1e3),
             )
             .await;
@@ -309,7 +309,7 @@ pub async fn run_mix(
     let cpu_before = CpuTimes::now();
     progress
         .stage(
-            "measuring",
+            blocklab_spec::Stage::Measuring,
             &format!("{} s measured", duration.as_secs_f64()),
         )
         .await;

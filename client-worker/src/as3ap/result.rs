@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use blocklab_proto::fleet::ProgressSink;
+use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{RunLoadResult, TxnTypeStats, WorkloadMetric};
 
 use super::multi::Mix;
@@ -49,6 +49,6 @@ pub async fn report_live(live: Arc<AtomicU64>, sink: ProgressSink) {
         at = Instant::now();
         let tps = now.wrapping_sub(last) as f64 / secs.max(1e-3);
         last = now;
-        sink.stage("measuring", &format!("live_tps={tps:.1}")).await;
+        sink.live(tps).await;
     }
 }

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use blocklab_proto::fleet::ProgressSink;
+use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{As3apParams, RunLoadTask, WorkloadKind};
 use blocklab_worker::as3ap;
 use clap::{Args, Subcommand};

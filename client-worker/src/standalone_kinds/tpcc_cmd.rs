@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use blocklab_proto::fleet::ProgressSink;
+use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{RunLoadTask, TpccParams, WorkloadKind};
 use blocklab_worker::{WorkerError, tpcc};
 use clap::{Args, Subcommand};

@@ -231,7 +231,7 @@ pub async fn terminal(
 /// `live_tps=N` on the task's progress.
 pub async fn report_live(
     shared: Arc<Shared>,
-    sink: blocklab_proto::fleet::ProgressSink,
+    sink: blocklab_daemon::fleet::ProgressSink,
     from: Instant,
 ) {
     tokio::time::sleep_until(tokio::time::Instant::from_std(from)).await;
@@ -244,6 +244,6 @@ pub async fn report_live(
         at = Instant::now();
         let tps = now.wrapping_sub(last) as f64 / secs.max(1e-3);
         last = now;
-        sink.stage("measuring", &format!("live_tps={tps:.1}")).await;
+        sink.live(tps).await;
     }
 }

@@ -15,7 +15,7 @@ mod txn;
 
 use std::time::Instant;
 
-use blocklab_proto::fleet::ProgressSink;
+use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{
     RunLoadResult, RunLoadTask, WorkloadKind, WorkloadMetric, WorkloadStepResult, WorkloadStepTask,
 };
@@ -140,7 +140,9 @@ pub async fn step(
                     "tpcc warehouse loaded"
                 );
                 let msg = format!("tpcc warehouse {w} loaded ({}/{})", i + 1, mine.len());
-                progress.stage("loading-data", &msg).await;
+                progress
+                    .stage(blocklab_spec::Stage::LoadingData, &msg)
+                    .await;
             }
             let mut notes = vec![format!("part {} of {parts}: warehouses {:?}", t.part, mine)];
             notes.extend(rows.0.iter().map(|(t, n)| format!("{t}: {n} rows")));

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blocklab_proto::fleet::ProgressSink;
+use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{RunLoadResult, RunLoadTask, TxnTypeStats, WorkloadMetric};
 use tokio::sync::oneshot;
 
@@ -89,7 +89,7 @@ pub async fn run(
         terms.push(term);
     }
     let connection_elapsed = begin.elapsed();
-    progress.stage("ready", "").await;
+    progress.stage(blocklab_spec::Stage::Ready, "").await;
     tracing::info!(terminals = t.clients, "all tpcc terminals connected");
     if let Some(go) = go {
         if ctl.stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -126,12 +126,12 @@ pub async fn run(
         .collect();
     if t.warmup_ms > 0 {
         let msg = format!("{} s warm-up", t.warmup_ms as f64 / 1e3);
-        progress.stage("warming-up", &msg).await;
+        progress.stage(blocklab_spec::Stage::WarmingUp, &msg).await;
         tokio::time::sleep_until(tokio::time::Instant::from_std(tl.window_start)).await;
     }
     let cpu_before = CpuTimes::now();
     let msg = format!("{} s measured", duration.as_secs_f64());
-    progress.stage("measuring", &msg).await;
+    progress.stage(blocklab_spec::Stage::Measuring, &msg).await;
     let live = tokio::spawn(report_live(
         shared.clone(),
         progress.clone(),

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use blocklab_coordinator::{cli, cli_listings as listings, report};
-use blocklab_proto::security::{API_TOKEN_ENV, ClientAuth, ClientTls, resolve_token};
+use blocklab_daemon::security::{API_TOKEN_ENV, ClientAuth, ClientTls, resolve_token};
 use blocklab_proto::v1::*;
 use clap::{Parser, Subcommand};
 
@@ -17,7 +17,7 @@ use clap::{Parser, Subcommand};
 )]
 struct Args {
     /// Coordinator address (host:port or URL).
-    #[arg(long, global = true, env = "BLOCKLAB_COORDINATOR", default_value = blocklab_proto::DEFAULT_COORDINATOR)]
+    #[arg(long, global = true, env = "BLOCKLAB_COORDINATOR", default_value = blocklab_daemon::DEFAULT_COORDINATOR)]
     coordinator: String,
     /// CA certificate (PEM) to verify the coordinator's TLS certificate; turns on https.
     #[arg(long, global = true, env = "BLOCKLAB_CA_CERT")]

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use blocklab_coordinator::listen::{ListenDecision, Protection, decide_listen};
-use blocklab_proto::security::{FLEET_TOKEN_ENV, ServerTls, read_token_list, resolve_token};
+use blocklab_daemon::security::{FLEET_TOKEN_ENV, ServerTls, read_token_list, resolve_token};
 use clap::Parser;
 
 #[derive(Parser, Debug)]
@@ -69,7 +69,7 @@ async fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let args: Args = blocklab_proto::config::parse_or_exit(None);
+    let args: Args = blocklab_daemon::config::parse_or_exit(None);
     if args.heartbeat_timeout <= args.heartbeat_interval {
         anyhow::bail!("--heartbeat-timeout must be longer than --heartbeat-interval");
     }
@@ -132,7 +132,7 @@ async fn main() -> anyhow::Result<()> {
         api_tokens,
         dashboard: args.dashboard_listen,
     };
-    blocklab_coordinator::serve(config, listener, blocklab_proto::shutdown_signal()).await?;
+    blocklab_coordinator::serve(config, listener, blocklab_daemon::shutdown_signal()).await?;
     Ok(())
 }
 
@@ -142,7 +142,7 @@ mod tests {
 
     #[test]
     fn default_config_parses_back_to_the_defaults() {
-        blocklab_proto::config::check_default_config::<Args>(&["blocklab-coordinator"], None)
+        blocklab_daemon::config::check_default_config::<Args>(&["blocklab-coordinator"], None)
             .expect("config round trip");
     }
 }

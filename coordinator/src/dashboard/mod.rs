@@ -14,10 +14,11 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
-use blocklab_proto::security::{Secret, TokenCheck, TokenKind};
+use blocklab_daemon::security::{Secret, TokenCheck, TokenKind};
 use tokio::net::TcpListener;
 
-use crate::catalog::{Catalog, CatalogError};
+use crate::catalog::Catalog;
+use crate::error::{ErrorCode, ServiceError};
 use crate::fleet::Registry;
 
 mod pages;
@@ -159,24 +160,22 @@ fn error_page(status: StatusCode, message: &str) -> Response {
     (status, Html(pages::error(status, message))).into_response()
 }
 
-fn catalog_error(e: &CatalogError) -> Response {
-    match e {
-        CatalogError::JobNotFound(_) => error_page(StatusCode::NOT_FOUND, &e.to_string()),
-        _ => {
-            tracing::error!(error = %e, "dashboard: catalog read failed");
-            error_page(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string())
-        }
+/// The page for an error, with the status of its code (the same table gRPC uses).
+fn service_error(e: &impl ServiceError) -> Response {
+    if e.code() == ErrorCode::Unavailable {
+        tracing::error!(error = %e, "dashboard: catalog read failed");
     }
+    error_page(e.code().http(), &e.to_string())
 }
 
 async fn index(State(d): State<Arc<Dashboard>>) -> Response {
     let hosts = match d.catalog.hosts().await {
         Ok(h) => h,
-        Err(e) => return catalog_error(&e),
+        Err(e) => return service_error(&e),
     };
     let jobs = match d.catalog.jobs().await {
         Ok(j) => j,
-        Err(e) => return catalog_error(&e),
+        Err(e) => return service_error(&e),
     };
     let up: Vec<bool> = hosts
         .iter()
@@ -196,19 +195,18 @@ async fn job(State(d): State<Arc<Dashboard>>, Path(job_id): Path<String>) -> Res
     };
     match crate::report::export_job(&d.catalog, &d.catalog_path, &req).await {
         Ok(export) => Html(pages::job(&export)).into_response(),
-        Err(crate::report::ReportError::Catalog(e)) => catalog_error(&e),
-        Err(e) => error_page(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(e) => service_error(&e),
     }
 }
 
 async fn metrics(State(d): State<Arc<Dashboard>>) -> Response {
     match crate::metrics::render(&d.catalog, &d.registry).await {
         Ok(text) => (
-            [(header::CONTENT_TYPE, blocklab_proto::metrics::CONTENT_TYPE)],
+            [(header::CONTENT_TYPE, blocklab_daemon::metrics::CONTENT_TYPE)],
             text,
         )
             .into_response(),
-        Err(e) => catalog_error(&e),
+        Err(e) => service_error(&e),
     }
 }
 

@@ -131,8 +131,8 @@ pub async fn export_job(
         .ok_or_else(|| CatalogError::JobNotFound(job_id.to_string()))?;
     let spec_toml: String = j.try_get("spec_toml")?;
     let job = JobSummary {
-        kind: crate::spec::spec_kind(&spec_toml).unwrap_or_default(),
-        workload: crate::spec::workload_of(&spec_toml),
+        kind: blocklab_spec::spec_kind(&spec_toml).unwrap_or_default(),
+        workload: blocklab_spec::workload_of(&spec_toml),
         job_id: j.try_get("job_id")?,
         name: j.try_get("name")?,
         state: j.try_get("state")?,
@@ -356,7 +356,7 @@ pub fn workload_metrics(export: &JobExport) -> Vec<(String, String, bool)> {
 /// The metric a job's results show when none is asked for: its workload kind's headline
 /// (tps for pgbench scripts, NOTPM for tpcc, ...).
 pub fn headline_metric(export: &JobExport) -> String {
-    match crate::spec::Spec::parse(&export.spec_toml) {
+    match blocklab_spec::Spec::parse(&export.spec_toml) {
         Ok(spec) => spec.workload.kind.headline_metric().to_string(),
         Err(_) => "tps".to_string(),
     }

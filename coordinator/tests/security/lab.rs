@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use blocklab_coordinator::cli;
-use blocklab_proto::security::{ClientAuth, ClientTls, Secret, ServerTls};
+use blocklab_daemon::security::{ClientAuth, ClientTls, Secret, ServerTls};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -99,7 +99,7 @@ impl Lab {
         config.tls = Some(ServerTls::from_files(&cert_path, &key_path).expect("server tls"));
         config.fleet_token = Some(secret(FLEET_TOKEN));
         config.api_tokens =
-            blocklab_proto::security::read_token_list("--api-token-file", &api_file)
+            blocklab_daemon::security::read_token_list("--api-token-file", &api_file)
                 .expect("api tokens");
         let debug = format!("{config:?}");
         for t in [FLEET_TOKEN, API_TOKEN, API_TOKEN_2, pki.key_pem.as_str()] {

@@ -9,7 +9,18 @@ pub const KINDS: [&str; 4] = ["pgbench", "tpcc", "as3ap", "maintenance"];
 /// AS3AP-like multi-user mixes.
 pub const AS3AP_MIXES: [&str; 2] = ["mixed-ir", "mixed-oltp"];
 /// Maintenance steps, in the order they run.
-pub use blocklab_proto::MAINTENANCE_STEPS;
+/// The agent's maintenance steps (`RunMaintenanceTask.steps`), in the order an empty list
+/// runs them; specs name them the same way.
+pub const MAINTENANCE_STEPS: [&str; 8] = [
+    "copy",
+    "create-index",
+    "vacuum-analyze",
+    "checkpoint",
+    "count-warm",
+    "count-cold",
+    "dump",
+    "restore",
+];
 
 /// What a workload runs, with the choices only that kind has.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +51,11 @@ impl WorkloadKind {
             WorkloadKind::As3ap { .. } => "as3ap",
             WorkloadKind::Maintenance { .. } => "maintenance",
         }
+    }
+
+    /// Whether runs of this kind use client workers.
+    pub fn has_workers(&self) -> bool {
+        !matches!(self, WorkloadKind::Maintenance { .. })
     }
 
     /// Whether runs of this kind have a timed window of concurrent clients (and so need a
@@ -253,7 +269,7 @@ pub(super) fn validate_kind(prefix: &str, w: &RawWorkload) -> Result<WorkloadKin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::Spec;
+    use crate::Spec;
 
     const HEAD: &str = "name = \"k\"\nrepetitions = 2\n[source]\ntarball = \"/tmp/pg.tar.bz2\"\n[matrix]\nblock_size_kb = [8, 16]\nclients = [4]\n";
 

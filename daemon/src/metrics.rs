@@ -115,33 +115,59 @@ impl Exposition {
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// A router answering `GET /metrics` with `render()`.
-pub fn router(render: Arc<dyn Fn() -> String + Send + Sync>) -> axum::Router {
-    axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(move || {
-            let render = render.clone();
-            async move { ([(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)], render()) }
-        }),
-    )
+/// What renders the exposition text on every scrape.
+pub type Render = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// The answer to one request: `GET /metrics` gets `render()`, anything else 404.
+fn respond(
+    req: &hyper::Request<hyper::body::Incoming>,
+    render: &Render,
+) -> hyper::Response<http_body_util::Full<hyper::body::Bytes>> {
+    let (status, body) = if req.method() == hyper::Method::GET && req.uri().path() == "/metrics" {
+        (hyper::StatusCode::OK, render())
+    } else {
+        (hyper::StatusCode::NOT_FOUND, "not found\n".to_string())
+    };
+    let mut resp = hyper::Response::new(http_body_util::Full::new(body.into()));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(CONTENT_TYPE),
+    );
+    resp
 }
 
-/// Serves [`router`] on `listener` until `shutdown` resolves.
+/// Serves `GET /metrics` with `render()` on `listener` until `shutdown` resolves.
 pub async fn serve(
     listener: TcpListener,
-    render: Arc<dyn Fn() -> String + Send + Sync>,
+    render: Render,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(render))
-        .with_graceful_shutdown(shutdown)
-        .await
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => accepted?,
+            () = &mut shutdown => return Ok(()),
+        };
+        let render = render.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let resp = respond(&req, &render);
+                async move { Ok::<_, std::convert::Infallible>(resp) }
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, service)
+                .await
+            {
+                tracing::debug!(error = %e, "metrics connection ended");
+            }
+        });
+    }
 }
 
 /// Binds `addr` and serves metrics in the background; for `--metrics-listen`.
-pub async fn spawn(
-    addr: &str,
-    render: Arc<dyn Fn() -> String + Send + Sync>,
-) -> std::io::Result<std::net::SocketAddr> {
+pub async fn spawn(addr: &str, render: Render) -> std::io::Result<std::net::SocketAddr> {
     let listener = TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     tracing::info!(addr = %local, "metrics listening");
@@ -184,7 +210,7 @@ mod tests {
         TASKS_RUN.inc();
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let render: Arc<dyn Fn() -> String + Send + Sync> = Arc::new(|| {
+        let render: Render = Arc::new(|| {
             Exposition::new()
                 .fleet_host("blocklab_test")
                 .labeled_gauge("blocklab_x", "X.", "state", &[("a\"b".into(), 2)])

@@ -377,7 +377,7 @@ fn validate_settings(
                 "setting names are lowercase letters, digits, '_' and '.'",
             ));
         }
-        if blocklab_proto::RESERVED_SETTINGS.contains(&name.as_str()) {
+        if crate::RESERVED_SETTINGS.contains(&name.as_str()) {
             return Err(SpecError::new(
                 field,
                 "may not be set by a spec: the agent sets it, or it runs commands or loads code on the database host",

@@ -6,12 +6,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use blocklab_spec::Stage;
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 
-use crate::v1::fleet_client::FleetClient;
-use crate::v1::{
+use blocklab_proto::v1::fleet_client::FleetClient;
+use blocklab_proto::v1::{
     CoordinatorMessage, Heartbeat, Hello, HostMessage, Task, TaskProgress, TaskResult,
     coordinator_message, host_message, task_result,
 };
@@ -26,10 +27,10 @@ pub trait TaskHandler: Send + Sync + 'static {
     ) -> impl Future<Output = task_result::Outcome> + Send;
 
     /// The coordinator's go for a task assigned with `wait_for_go` (distributed load).
-    fn on_go(&self, _go: crate::v1::Go) {}
+    fn on_go(&self, _go: blocklab_proto::v1::Go) {}
 
     /// The coordinator cancelled a task: stop its work promptly.
-    fn on_cancel(&self, _cancel: crate::v1::CancelTask) {}
+    fn on_cancel(&self, _cancel: blocklab_proto::v1::CancelTask) {}
 
     /// Called once when the coordinator has been unreachable for longer than the heartbeat
     /// timeout: the coordinator has declared this host's work lost, so stop it (fencing).
@@ -53,15 +54,25 @@ pub struct ProgressSink {
 }
 
 impl ProgressSink {
-    /// Reports that the task entered `stage` (e.g. `building`, `starting`).
-    pub async fn stage(&self, stage: &str, message: &str) {
+    /// Reports that the task entered `stage`.
+    pub async fn stage(&self, stage: Stage, message: &str) {
+        self.send(stage, message, None).await;
+    }
+
+    /// Reports the throughput of the last second of a measured window.
+    pub async fn live(&self, live_tps: f64) {
+        self.send(Stage::Measuring, "", Some(live_tps)).await;
+    }
+
+    async fn send(&self, stage: Stage, message: &str, live_tps: Option<f64>) {
         let msg = HostMessage {
             kind: Some(host_message::Kind::Progress(TaskProgress {
                 task_id: self.task_id.clone(),
                 run_id: self.run_id.clone(),
                 attempt: self.attempt,
-                stage: stage.to_string(),
+                stage: stage.as_str().to_string(),
                 message: message.to_string(),
+                live_tps,
             })),
         };
         // A closed session only means the coordinator will not see this report.
@@ -302,7 +313,7 @@ pub fn task_error(
     reason: impl Into<String>,
     log_tail: impl Into<String>,
 ) -> task_result::Outcome {
-    task_result::Outcome::Error(crate::v1::TaskError {
+    task_result::Outcome::Error(blocklab_proto::v1::TaskError {
         stage: stage.into(),
         reason: reason.into(),
         log_tail: log_tail.into(),

@@ -8,11 +8,15 @@ mod kind;
 mod memory;
 mod probe;
 mod raw;
+mod reserved;
+pub mod state;
 mod validate;
 
 pub use kind::{AS3AP_MIXES, KINDS, MAINTENANCE_STEPS, WorkloadKind, workload_of};
 pub use memory::{MemoryPolicy, hold_constant, page_unit};
 pub use probe::{PROBE_CHUNKS_KB, ProbeSpec, parse_size, spec_kind};
+pub use reserved::RESERVED_SETTINGS;
+pub use state::{JobState, RunState, Stage};
 pub use validate::validate_configure_flag;
 
 /// Data page sizes PostgreSQL's configure accepts (`--with-blocksize`, KB).

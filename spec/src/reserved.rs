@@ -1,0 +1,30 @@
+//! Settings no spec may give.
+
+/// Settings a spec may not give: those the agent owns (where the server listens, its files),
+/// and those that run shell commands or load code as the PostgreSQL user.
+pub const RESERVED_SETTINGS: &[&str] = &[
+    "listen_addresses",
+    "port",
+    "unix_socket_directories",
+    "unix_socket_group",
+    "unix_socket_permissions",
+    "data_directory",
+    "hba_file",
+    "ident_file",
+    "config_file",
+    "include",
+    "include_if_exists",
+    "include_dir",
+    "external_pid_file",
+    "archive_command",
+    "archive_library",
+    "restore_command",
+    "archive_cleanup_command",
+    "recovery_end_command",
+    "ssl_passphrase_command",
+    "shared_preload_libraries",
+    "session_preload_libraries",
+    "local_preload_libraries",
+    "dynamic_library_path",
+    "jit_provider",
+];

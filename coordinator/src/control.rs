@@ -11,7 +11,7 @@ use tonic::{Request, Response, Status};
 
 use crate::catalog::{JobRecord, RunRecord};
 use crate::error::status;
-use crate::report;
+use crate::results;
 use crate::scheduler::Scheduler;
 use blocklab_spec::JobSpec;
 
@@ -366,7 +366,13 @@ impl Control for ControlService {
     ) -> Result<Response<QueryResultsResponse>, Status> {
         let req = request.into_inner();
         check_job_id(&req.job_id)?;
-        let r = report::query_results(&self.scheduler.catalog, &self.catalog_path, &req).await?;
+        let r = results::query_results(
+            &self.scheduler.catalog,
+            &self.catalog_path,
+            &req.job_id,
+            &req.metric,
+        )
+        .await?;
         Ok(Response::new(r))
     }
 
@@ -376,7 +382,14 @@ impl Control for ControlService {
     ) -> Result<Response<JobExport>, Status> {
         let req = request.into_inner();
         check_job_id(&req.job_id)?;
-        let r = report::export_job(&self.scheduler.catalog, &self.catalog_path, &req).await?;
+        let r = results::export_job(
+            &self.scheduler.catalog,
+            &self.catalog_path,
+            &req.job_id,
+            &req.metric,
+            req.include_samples,
+        )
+        .await?;
         Ok(Response::new(r))
     }
 
@@ -397,7 +410,7 @@ impl Control for ControlService {
                 shown(&req.job_b)
             ))
         })?;
-        let r = report::compare_jobs(&self.scheduler.catalog, &req).await?;
+        let r = results::compare_jobs(&self.scheduler.catalog, &req.job_a, &req.job_b, &req.metric).await?;
         Ok(Response::new(r))
     }
 }

@@ -6,7 +6,9 @@ use blocklab_spec::SpecError;
 use tonic::Status;
 
 use crate::catalog::CatalogError;
-use crate::report::ReportError;
+use blocklab_report::ReportError;
+
+use crate::results::ResultsError;
 
 /// What kind of failure a caller sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,9 +62,15 @@ impl ServiceError for CatalogError {
 
 impl ServiceError for ReportError {
     fn code(&self) -> ErrorCode {
+        ErrorCode::BadInput
+    }
+}
+
+impl ServiceError for ResultsError {
+    fn code(&self) -> ErrorCode {
         match self {
-            ReportError::Catalog(c) => c.code(),
-            _ => ErrorCode::BadInput,
+            ResultsError::Catalog(c) => c.code(),
+            ResultsError::Report(r) => r.code(),
         }
     }
 }
@@ -88,8 +96,8 @@ impl From<CatalogError> for Status {
     }
 }
 
-impl From<ReportError> for Status {
-    fn from(e: ReportError) -> Self {
+impl From<ResultsError> for Status {
+    fn from(e: ResultsError) -> Self {
         status(&e)
     }
 }

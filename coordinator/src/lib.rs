@@ -11,9 +11,6 @@ use tokio::net::TcpListener;
 use tonic::service::interceptor::InterceptedService;
 
 pub mod catalog;
-pub mod cli;
-pub mod cli_listings;
-pub mod cli_progress;
 pub mod control;
 pub mod dashboard;
 pub mod error;
@@ -22,12 +19,11 @@ pub mod listen;
 pub mod merge;
 pub mod metrics;
 mod probe;
-pub mod report;
+pub mod results;
 mod run;
 mod run_kinds;
 mod run_window;
 pub mod scheduler;
-pub mod stats;
 pub mod workload_metrics;
 
 /// How long a shutdown waits for open connections to close before it stops anyway.

@@ -17,7 +17,7 @@ use lab::{API_TOKEN, API_TOKEN_2, FLEET_TOKEN, Lab, counts, secret};
 use tokio_stream::StreamExt;
 use tonic::Code;
 
-async fn list(client: &mut blocklab_coordinator::cli::Client) -> Result<usize, tonic::Status> {
+async fn list(client: &mut blocklab_cli::Client) -> Result<usize, tonic::Status> {
     Ok(client
         .list_jobs(ListJobsRequest {})
         .await?

@@ -23,7 +23,7 @@ pub const MAINTENANCE_STEPS: [&str; 8] = [
 ];
 
 /// What a workload runs, with the choices only that kind has.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum WorkloadKind {
     /// pgbench's built-ins (the workload's `builtin` and `protocol`).
     Pgbench,

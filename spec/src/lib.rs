@@ -10,13 +10,15 @@ mod probe;
 mod raw;
 mod reserved;
 pub mod state;
+mod stored;
 mod validate;
 
 pub use kind::{AS3AP_MIXES, KINDS, MAINTENANCE_STEPS, WorkloadKind, workload_of};
 pub use memory::{MemoryPolicy, hold_constant, page_unit};
 pub use probe::{PROBE_CHUNKS_KB, ProbeSpec, parse_size, spec_kind};
 pub use reserved::RESERVED_SETTINGS;
-pub use state::{JobState, RunState, Stage};
+pub use state::{JobKind, JobState, RunState, Stage};
+pub use stored::JobPlan;
 pub use validate::validate_configure_flag;
 
 /// Data page sizes PostgreSQL's configure accepts (`--with-blocksize`, KB).
@@ -52,7 +54,7 @@ impl SpecError {
 }
 
 /// How runs of different cells are ordered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum RunOrder {
     /// Repetition-major round robin: A B C A B C ...
     Interleaved,
@@ -82,7 +84,7 @@ impl fmt::Display for RunOrder {
 }
 
 /// Which page-size points the matrix covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Vary {
     /// Each data page size at the baseline WAL size, and each WAL size at the baseline data size.
     OneAtATime,
@@ -91,7 +93,7 @@ pub enum Vary {
 }
 
 /// Where a PostgreSQL source comes from, and how it is configured.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Source {
     pub tarball: String,
     pub url: String,
@@ -115,7 +117,7 @@ impl Source {
 }
 
 /// What the workers run in each measured window.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Workload {
     pub kind: WorkloadKind,
     pub builtin: String,
@@ -127,7 +129,7 @@ pub struct Workload {
 }
 
 /// Per-job choices about the cluster and the measured window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Layout {
     pub separate_wal: bool,
     pub drop_os_cache: bool,
@@ -135,7 +137,7 @@ pub struct Layout {
 }
 
 /// A validated experiment spec.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Spec {
     pub name: String,
     pub repetitions: u32,
@@ -169,7 +171,7 @@ pub struct Spec {
 }
 
 /// One matrix point.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Cell {
     pub index: u32,
     pub source: String,
@@ -185,7 +187,7 @@ pub struct Cell {
 }
 
 /// One measurement: a cell at a repetition, at a position in the run order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PlannedRun {
     pub sequence: u32,
     pub cell_index: u32,
@@ -193,14 +195,14 @@ pub struct PlannedRun {
 }
 
 /// Cells and runs of a job, in execution order.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
     pub cells: Vec<Cell>,
     pub runs: Vec<PlannedRun>,
 }
 
 /// What identifies a PostgreSQL build.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BuildPoint {
     pub source: String,
     pub block_size_kb: u32,
@@ -262,7 +264,7 @@ impl Cell {
 }
 
 /// Any job's spec: a benchmark (the matrix of page sizes) or an I/O probe.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum JobSpec {
     Benchmark(Box<Spec>),
     Probe(ProbeSpec),
@@ -275,9 +277,9 @@ impl JobSpec {
     }
 
     pub fn parse_with_seed(text: &str, seed: Option<u64>) -> Result<Self, SpecError> {
-        match spec_kind(text)?.as_str() {
-            "probe" => Ok(JobSpec::Probe(ProbeSpec::parse(text)?)),
-            _ => Ok(JobSpec::Benchmark(Box::new(Spec::parse_with_seed(
+        match spec_kind(text)? {
+            JobKind::Probe => Ok(JobSpec::Probe(ProbeSpec::parse(text)?)),
+            JobKind::Benchmark => Ok(JobSpec::Benchmark(Box::new(Spec::parse_with_seed(
                 text, seed,
             )?))),
         }

@@ -5,7 +5,7 @@
 //! when the spec says `memory_policy = "convert"`.
 
 /// How bare page counts in settings are treated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum MemoryPolicy {
     Refuse,
     Convert,

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::validate::toml_error;
-use super::{MAX_SPEC_BYTES, SpecError};
+use super::{JobKind, MAX_SPEC_BYTES, SpecError};
 
 /// Chunk sizes the probe reads with, KB (4 KiB to 8 MiB, powers of two).
 pub const PROBE_CHUNKS_KB: [u32; 12] = [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192];
@@ -62,7 +62,7 @@ fn default_writes() -> u32 {
 }
 
 /// A validated probe job.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ProbeSpec {
     pub name: String,
     pub repetitions: u32,
@@ -77,7 +77,7 @@ pub struct ProbeSpec {
 }
 
 /// The `kind` key of a spec: "benchmark" (default) or "probe".
-pub fn spec_kind(text: &str) -> Result<String, SpecError> {
+pub fn spec_kind(text: &str) -> Result<JobKind, SpecError> {
     if text.len() > MAX_SPEC_BYTES {
         return Err(SpecError::new(
             "spec",
@@ -89,8 +89,10 @@ pub fn spec_kind(text: &str) -> Result<String, SpecError> {
     }
     let table: toml::Table = toml::from_str(text).map_err(|e| toml_error(text, e))?;
     match table.get("kind") {
-        None => Ok("benchmark".into()),
-        Some(toml::Value::String(k)) if k == "benchmark" || k == "probe" => Ok(k.clone()),
+        None => Ok(JobKind::Benchmark),
+        Some(toml::Value::String(k)) => k.parse().map_err(|_| {
+            SpecError::new("kind", format!("\"{k}\" is not allowed; use benchmark or probe"))
+        }),
         Some(other) => Err(SpecError::new(
             "kind",
             format!("{other} is not allowed; use benchmark or probe"),
@@ -214,7 +216,7 @@ fsync_block_sizes_kb = [8, 16]
 
     #[test]
     fn probe_spec_parses() {
-        assert_eq!(spec_kind(PROBE).as_deref(), Ok("probe"));
+        assert_eq!(spec_kind(PROBE), Ok(JobKind::Probe));
         let p = ProbeSpec::parse(PROBE).expect("valid");
         assert_eq!(p.file_size_bytes, 64 << 20);
         assert!(p.buffered && p.direct);

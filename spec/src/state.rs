@@ -79,6 +79,14 @@ impl JobState {
 }
 
 named_enum!(
+    /// What a job is: a benchmark (the matrix of page sizes) or an I/O probe.
+    JobKind, "job kind", {
+        Benchmark = "benchmark",
+        Probe = "probe",
+    }
+);
+
+named_enum!(
     /// Where a run is. `lost`: its host went silent; the run is retried.
     RunState, "run state", {
         Queued = "queued",

@@ -291,7 +291,7 @@ pub async fn run_job(
     let mut out = Vec::new();
     let last = tokio::time::timeout(
         timeout,
-        blocklab_coordinator::cli::watch(client, &submitted.job_id, &mut out),
+        blocklab_cli::watch(client, &submitted.job_id, &mut out),
     )
     .await
     .expect("job finished in time")

@@ -67,7 +67,7 @@ separate_wal = true
     let mut out = Vec::new();
     let last = tokio::time::timeout(
         Duration::from_secs(600),
-        blocklab_coordinator::cli::watch(&mut client, &job, &mut out),
+        blocklab_cli::watch(&mut client, &job, &mut out),
     )
     .await
     .expect("job finished")

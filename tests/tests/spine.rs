@@ -47,7 +47,7 @@ async fn run_job(
         .into_inner();
     assert_eq!((submitted.cells, submitted.runs), (2, 2));
     let mut out = Vec::new();
-    let last = blocklab_coordinator::cli::watch(client, &submitted.job_id, &mut out)
+    let last = blocklab_cli::watch(client, &submitted.job_id, &mut out)
         .await
         .expect("watch");
     let log = String::from_utf8_lossy(&out).to_string();
@@ -63,7 +63,7 @@ async fn run_job(
         last.map(|j| j.state),
         Some("done".to_string()),
         "job should finish: {log}\n{}",
-        blocklab_coordinator::cli::render_job(&job)
+        blocklab_cli::render_job(&job)
     );
     // While a run measured, watch showed its live tps (reported by the worker every second).
     assert!(

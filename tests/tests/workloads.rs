@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use blocklab_coordinator::cli::{Format, render_results};
+use blocklab_cli::{Format, render_results};
 use blocklab_proto::v1::QueryResultsRequest;
 use blocklab_tests::{Lab, LabOptions, pg_tarball, run_job};
 use sqlx::Row;
@@ -87,7 +87,7 @@ async fn assert_done(lab: &Lab, job: &str, state: &str) {
             .into_inner();
         panic!(
             "job {job} ended {state}:\n{}",
-            blocklab_coordinator::cli::render_job(&detail)
+            blocklab_cli::render_job(&detail)
         );
     }
 }
@@ -159,7 +159,7 @@ async fn tpcc_like_job_reports_notpm_and_passes_its_consistency_checks() {
         .expect("job")
         .into_inner();
     let text =
-        blocklab_coordinator::cli::render_run_detail(detail.run_detail.as_ref().expect("detail"));
+        blocklab_cli::render_run_detail(detail.run_detail.as_ref().expect("detail"));
     assert!(text.contains("notpm") && text.contains("NOTPM"), "{text}");
     // `blocklab jobs` says what the job runs.
     let jobs = lab
@@ -170,9 +170,9 @@ async fn tpcc_like_job_reports_notpm_and_passes_its_consistency_checks() {
         .expect("jobs")
         .into_inner();
     assert_eq!(jobs.jobs[0].workload, "tpcc");
-    assert!(blocklab_coordinator::cli::render_jobs(&jobs.jobs).contains("| tpcc "));
+    assert!(blocklab_cli::render_jobs(&jobs.jobs).contains("| tpcc "));
     // `blocklab job JOB` gives each run's NOTPM as its result.
-    let runs = blocklab_coordinator::cli::render_job(&detail);
+    let runs = blocklab_cli::render_job(&detail);
     assert_eq!(runs.matches(" NOTPM").count(), 2, "{runs}");
 
     // Plots: NOTPM against page size, the change by metric, the per-second traces.
@@ -294,7 +294,7 @@ async fn maintenance_job_times_every_step() {
         .expect("compare")
         .into_inner();
     assert_eq!(cmp.metric, "maint.total_s");
-    let text = blocklab_coordinator::cli::render_compare(&cmp, Format::Table);
+    let text = blocklab_cli::render_compare(&cmp, Format::Table);
     assert!(
         text.contains("A's like cell") && text.contains("maint.count_cold"),
         "{text}"

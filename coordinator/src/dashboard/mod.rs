@@ -1,6 +1,6 @@
 //! The read-only web dashboard (`--dashboard-listen`): hosts, jobs and their runs, each job's
 //! results with its charts and verdicts, and `/metrics`. Pages are rendered on the server
-//! from the catalog with [`crate::report`], so they agree with the CLI and `blocklab report`.
+//! from the catalog with [`crate::results`], so they agree with the CLI and `blocklab report`.
 //!
 //! When the coordinator has API tokens, every path needs one: `Authorization: Bearer`, a
 //! `?token=` query parameter (which also sets a `blocklab_token` cookie, for browsers), or
@@ -188,12 +188,8 @@ async fn job(State(d): State<Arc<Dashboard>>, Path(job_id): Path<String>) -> Res
     if uuid::Uuid::parse_str(&job_id).is_err() {
         return error_page(StatusCode::NOT_FOUND, "not a job id (a UUID)");
     }
-    let req = blocklab_proto::v1::ExportJobRequest {
-        job_id: job_id.clone(),
-        metric: "tps".into(),
-        include_samples: true,
-    };
-    match crate::report::export_job(&d.catalog, &d.catalog_path, &req).await {
+    let metric = blocklab_report::stats::Metric::Tps;
+    match crate::results::export_job(&d.catalog, &d.catalog_path, &job_id, metric.name(), true).await {
         Ok(export) => Html(pages::job(&export)).into_response(),
         Err(e) => service_error(&e),
     }

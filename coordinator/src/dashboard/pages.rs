@@ -8,8 +8,8 @@ use axum::http::StatusCode;
 use blocklab_proto::v1::JobExport;
 
 use crate::catalog::{HostRecord, JobRecord};
-use crate::report::html::{STYLE, fact_rows, strings, table};
-use crate::report::plot::esc;
+use blocklab_report::html::{STYLE, fact_rows, strings, table};
+use blocklab_report::plot::esc;
 
 const NAV_STYLE: &str = "nav{margin:-1em 0 1em;padding:0.5em 0;border-bottom:1px solid #ddd}\
 nav a{margin-right:1.2em}.up{color:#1a7f37;font-weight:bold}.down{color:#b42318;font-weight:bold}\
@@ -94,7 +94,7 @@ pub fn index(hosts: &[HostRecord], up: &[bool], jobs: &[JobRecord], catalog_path
 
 /// `/jobs/{id}`: the job's report under the navigation bar.
 pub fn job(export: &JobExport) -> String {
-    let report = crate::report::html::report(export);
+    let report = blocklab_report::html::report(export);
     let state = export.job.as_ref().map(|j| j.state.as_str()).unwrap_or("");
     let name = export.job.as_ref().map(|j| j.name.as_str()).unwrap_or("");
     let mut out = String::new();

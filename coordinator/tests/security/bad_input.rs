@@ -130,7 +130,7 @@ fn cases(job: &str) -> Vec<(&'static str, Bad, &'static [Code], &'static str)> {
 
 async fn send(
     lab: &Lab,
-    c: &mut blocklab_coordinator::cli::Client,
+    c: &mut blocklab_cli::Client,
     bad: Bad,
 ) -> Result<(), tonic::Status> {
     match bad {

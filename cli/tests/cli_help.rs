@@ -1,6 +1,6 @@
 //! `blocklab --help` and every subcommand's `--help` (with its examples) against the files in
 //! tests/snapshots/; `BLOCKLAB_UPDATE_SNAPSHOTS=1 cargo test --test cli_help` rewrites them.
-//! Also: shell completions, and the coordinator's config file handling end to end.
+//! Also: shell completions.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -104,40 +104,4 @@ fn completions_for_each_shell() {
     let o = run(env!("CARGO_BIN_EXE_blocklab"), &["completions", "tcsh"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("bash"));
-}
-
-#[test]
-fn coordinator_config_file() {
-    let bin = env!("CARGO_BIN_EXE_blocklab-coordinator");
-    let text = stdout(&run(bin, &["--print-default-config"]));
-    let table: toml::Table = text.parse().expect("default config is TOML");
-    assert_eq!(table["listen"].as_str(), Some("127.0.0.1:7400"));
-    assert!(text.contains("# dashboard_listen = \"\""), "{text}");
-    let dir = tempfile::tempdir().expect("dir");
-    let path = dir.path().join("coordinator.toml");
-    std::fs::write(&path, format!("{text}\nlisten_port = 1\n")).expect("write");
-    let o = run(bin, &["--config", path.to_str().expect("utf-8")]);
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("unknown key `listen_port`"), "{err}");
-    // A flag beats the file: the file's bad heartbeat is overridden, the file's timeout used.
-    std::fs::write(
-        &path,
-        "heartbeat_interval = \"soon\"\nheartbeat_timeout = \"1s\"\ncatalog = \"/nonexistent/dir/c.db\"\n",
-    )
-    .expect("write");
-    let o = run(
-        bin,
-        &[
-            "--config",
-            path.to_str().expect("utf-8"),
-            "--heartbeat-interval",
-            "5s",
-        ],
-    );
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("--heartbeat-timeout must be longer than --heartbeat-interval"),
-        "{err}"
-    );
 }

@@ -369,5 +369,4 @@ pub fn select_runs<T>(runs: impl IntoIterator<Item = (T, bool)>) -> Selection<T>
 }
 
 #[cfg(test)]
-#[path = "stats_tests.rs"]
 mod tests;

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use blocklab_proto::v1::*;
 
-use super::plot::{self, esc};
-use super::render::{self, table_rows};
+use crate::plot::{self, esc};
+use crate::render::{self, table_rows};
 use crate::stats::{Metric, SUSPECT_RULE};
 
 pub(crate) const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222;max-width:1400px}\
@@ -173,7 +173,7 @@ fn runs(out: &mut String, e: &JobExport) {
                             unit: x.unit.clone(),
                             higher_is_better: x.higher_is_better,
                         };
-                        format!("{} {} {}", x.name, render::num(&metric, x.value), x.unit)
+                        format!("{} {} {}", x.name, crate::format::num(&metric, x.value), x.unit)
                     },
                 ),
             );
@@ -235,7 +235,7 @@ fn settings(out: &mut String, e: &JobExport) {
 /// The whole report for a job exported with samples.
 pub fn report(e: &JobExport) -> String {
     let j = e.job.clone().unwrap_or_default();
-    let metric = e.results.first().map_or(Metric::Tps, render::cell_metric);
+    let metric = e.results.first().map_or(Metric::Tps, crate::format::cell_metric);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -255,10 +255,10 @@ pub fn report(e: &JobExport) -> String {
         esc(&render::notes(&e.results, &metric)).replace('\n', "<br/>"),
         esc(SUSPECT_RULE)
     );
-    let by_metric = super::metric_results(e);
+    let by_metric = crate::metric_results(e);
     if !by_metric.is_empty() {
         out.push_str("<h3 id=\"per-metric\">Per metric</h3>\n");
-        let (header, rows) = super::render_metrics::metric_rows(&by_metric);
+        let (header, rows) = render::metric_rows(&by_metric);
         let marks: Vec<bool> = by_metric
             .iter()
             .map(|m| m.cells.iter().any(|c| c.runs_suspect > 0))

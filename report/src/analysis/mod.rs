@@ -239,5 +239,4 @@ pub fn compare(a: &JobExport, b: &JobExport, metric: &Metric) -> Vec<CellResult>
 }
 
 #[cfg(test)]
-#[path = "analysis_tests.rs"]
 mod tests;

@@ -6,8 +6,7 @@ use blocklab_proto::v1::*;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
-use super::ReportError;
-use crate::catalog::{Catalog, CatalogError};
+use super::{Catalog, CatalogError};
 
 fn u32c(row: &SqliteRow, col: &str) -> Result<u32, sqlx::Error> {
     let v: Option<i64> = row.try_get(col)?;
@@ -122,7 +121,7 @@ pub async fn export_job(
     catalog: &Catalog,
     job_id: &str,
     include_samples: bool,
-) -> Result<JobExport, ReportError> {
+) -> Result<JobExport, CatalogError> {
     let db = catalog.reader();
     let j = sqlx::query(JOB)
         .bind(job_id)
@@ -278,7 +277,7 @@ async fn hosts(
     db_host: &str,
     runs: &[ExportRun],
     finished_at: &str,
-) -> Result<Vec<ExportHost>, ReportError> {
+) -> Result<Vec<ExportHost>, CatalogError> {
     let mut ids: Vec<String> = Vec::new();
     let others: BTreeSet<&str> = runs
         .iter()
@@ -333,31 +332,4 @@ async fn hosts(
         });
     }
     Ok(out)
-}
-
-/// The workload metrics a job's runs have, as (name, unit, higher is better), in the order
-/// the runs list them.
-pub fn workload_metrics(export: &JobExport) -> Vec<(String, String, bool)> {
-    let mut out: Vec<(String, String, bool)> = Vec::new();
-    let mut seen = BTreeSet::new();
-    for m in export
-        .runs
-        .iter()
-        .filter_map(|r| r.result.as_ref())
-        .flat_map(|r| &r.extra)
-    {
-        if seen.insert(m.name.clone()) {
-            out.push((m.name.clone(), m.unit.clone(), m.higher_is_better));
-        }
-    }
-    out
-}
-
-/// The metric a job's results show when none is asked for: its workload kind's headline
-/// (tps for pgbench scripts, NOTPM for tpcc, ...).
-pub fn headline_metric(export: &JobExport) -> String {
-    match blocklab_spec::Spec::parse(&export.spec_toml) {
-        Ok(spec) => spec.workload.kind.headline_metric().to_string(),
-        Err(_) => "tps".to_string(),
-    }
 }

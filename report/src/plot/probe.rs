@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use blocklab_proto::v1::{ProbeResultsResponse, ProbeSummary};
 
-use super::plot::{COLORS, Chart, Frame, esc, legend, open};
+use super::svg::{COLORS, Chart, Frame, esc, legend, open};
 
 fn chunk_label(bytes: u32) -> String {
     if bytes >= 1 << 20 {

@@ -5,7 +5,7 @@
 
 use blocklab_proto::v1::*;
 
-use super::render::{cell_metric, num, p_value, pct};
+use crate::format::{cell_metric, num, p_value, pct};
 
 /// Units that describe a run rather than rate it (mix shares, counts, sizes): shown without a
 /// verdict.

@@ -12,7 +12,7 @@ use tokio_stream::StreamExt;
 use tonic::codegen::{Body, Bytes, InterceptedService, StdError};
 use tonic::transport::Channel;
 
-pub use crate::report::render::{Format, render_compare, render_results};
+pub use blocklab_report::render::{Format, render_compare, render_results};
 use blocklab_spec::{JobSpec, Plan, Spec};
 
 #[derive(Debug, thiserror::Error)]
@@ -393,12 +393,12 @@ pub fn run_result(r: &RunInfo) -> String {
     if r.headline_metric.is_empty() {
         return format!("{:.1} tps", r.tps);
     }
-    let metric = crate::stats::Metric::Workload {
+    let metric = blocklab_report::stats::Metric::Workload {
         name: r.headline_metric.clone(),
         unit: r.headline_unit.clone(),
         higher_is_better: true,
     };
-    let value = crate::report::render::num(&metric, r.headline_value);
+    let value = blocklab_report::format::num(&metric, r.headline_value);
     match r.headline_unit.as_str() {
         "NOTPM" | "tup/s" => format!("{value} {}", r.headline_unit),
         unit => format!("{} {value} {unit}", r.headline_metric),
@@ -443,14 +443,14 @@ pub fn render_run_detail(d: &RunDetail) -> String {
     if !d.metrics.is_empty() {
         let mut t = table(&["metric", "value", "unit"]);
         for m in &d.metrics {
-            let metric = crate::stats::Metric::Workload {
+            let metric = blocklab_report::stats::Metric::Workload {
                 name: m.name.clone(),
                 unit: m.unit.clone(),
                 higher_is_better: m.higher_is_better,
             };
             t.add_row(vec![
                 m.name.clone(),
-                crate::report::render::num(&metric, m.value),
+                blocklab_report::format::num(&metric, m.value),
                 m.unit.clone(),
             ]);
         }

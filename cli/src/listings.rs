@@ -4,7 +4,7 @@
 
 use comfy_table::Table;
 
-use crate::cli::Format;
+use crate::commands::Format;
 
 fn key(header: &str) -> String {
     let mut k = String::new();

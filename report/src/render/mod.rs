@@ -3,7 +3,8 @@
 use blocklab_proto::v1::*;
 use serde_json::json;
 
-use super::ReportError;
+use crate::ReportError;
+use crate::format::{cell_metric, num, p_value, pct};
 use crate::stats::Metric;
 
 /// Output formats of `results` and `compare`.
@@ -37,36 +38,8 @@ fn size(bytes: u32) -> String {
     }
 }
 
-/// The metric a cell's statistics are about.
-pub fn cell_metric(c: &CellResult) -> Metric {
-    Metric::parse(&c.metric).unwrap_or_else(|_| Metric::Workload {
-        name: c.metric.clone(),
-        unit: c.unit.clone(),
-        higher_is_better: c.higher_is_better,
-    })
-}
-
 fn metric_of(cells: &[CellResult]) -> Metric {
     cells.first().map_or(Metric::Tps, cell_metric)
-}
-
-/// A value of `metric` for people: tps with one decimal, latencies in ms with three,
-/// seconds with four, counts whole.
-pub fn num(metric: &Metric, v: f64) -> String {
-    let d = metric.decimals();
-    format!("{v:.d$}")
-}
-
-pub fn pct(v: f64) -> String {
-    format!("{v:+.1}%")
-}
-
-pub fn p_value(p: f64) -> String {
-    if p < 0.001 {
-        "<0.001".into()
-    } else {
-        format!("{p:.3}")
-    }
 }
 
 /// The human cells of one row.
@@ -315,7 +288,7 @@ fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
     out
 }
 
-pub(super) fn notes(cells: &[CellResult], metric: &Metric) -> String {
+pub(crate) fn notes(cells: &[CellResult], metric: &Metric) -> String {
     let mut out = format!(
         "metric: {metric} ({} is better); 95% CI: Student t; change: Welch's t-test, significant at p < 0.05\n",
         if metric.higher_is_better() {
@@ -413,7 +386,7 @@ pub fn render_results(r: &QueryResultsResponse, format: Format) -> String {
         }
         Format::Table => {
             let body = render(&r.cells, format, false, head, &[], "");
-            body + &super::render_metrics::metric_table(
+            body + &metrics::metric_table(
                 &r.by_metric,
                 "per metric (each cell against its baseline cell)",
             ) + &footer
@@ -421,7 +394,7 @@ pub fn render_results(r: &QueryResultsResponse, format: Format) -> String {
         Format::Markdown => {
             let mut body = render(&r.cells, format, false, head, &[], "");
             if !r.by_metric.is_empty() {
-                let (h, rows) = super::render_metrics::metric_rows(&r.by_metric);
+                let (h, rows) = metrics::metric_rows(&r.by_metric);
                 body.push('\n');
                 body.push_str(&markdown(&h, &rows));
             }
@@ -456,7 +429,7 @@ pub fn render_compare(r: &CompareJobsResponse, format: Format) -> String {
     match format {
         Format::Table => {
             head + &body
-                + &super::render_metrics::metric_table(
+                + &metrics::metric_table(
                     &r.by_metric,
                     "per metric (each cell of B against A's like cell)",
                 )
@@ -464,7 +437,7 @@ pub fn render_compare(r: &CompareJobsResponse, format: Format) -> String {
         Format::Markdown => {
             let mut out = head + &body;
             if !r.by_metric.is_empty() {
-                let (h, rows) = super::render_metrics::metric_rows(&r.by_metric);
+                let (h, rows) = metrics::metric_rows(&r.by_metric);
                 out.push('\n');
                 out.push_str(&markdown(&h, &rows));
             }
@@ -474,6 +447,9 @@ pub fn render_compare(r: &CompareJobsResponse, format: Format) -> String {
     }
 }
 
+mod metrics;
+
+pub use metrics::{metric_rows, metric_table};
+
 #[cfg(test)]
-#[path = "render_tests.rs"]
 mod tests;

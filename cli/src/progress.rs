@@ -1,6 +1,6 @@
 //! `blocklab watch` on a terminal: a progress bar of runs finished out of the job's total
 //! with the ETA, the current run's cell and stage, and one line per finished run above the
-//! bar. Off a terminal the CLI prints [`crate::cli::watch`]'s plain lines instead.
+//! bar. Off a terminal the CLI prints [`crate::commands::watch`]'s plain lines instead.
 
 use std::time::Duration;
 
@@ -8,7 +8,7 @@ use blocklab_proto::v1::*;
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio_stream::StreamExt;
 
-use crate::cli::{CliError, Transport};
+use crate::commands::{CliError, Transport};
 
 const TEMPLATE: &str =
     "{spinner} [{elapsed_precise}] {bar:40.cyan/blue} {pos}/{len} runs  ETA {eta}  {msg}";
@@ -16,7 +16,7 @@ const TEMPLATE: &str =
 /// One finished run as a line above the bar.
 pub fn run_line(r: &RunInfo) -> String {
     let tail = match r.state.as_str() {
-        "done" => crate::cli::run_result(r),
+        "done" => crate::commands::run_result(r),
         _ if !r.error.is_empty() => format!("{} at {}: {}", r.state, r.stage, r.error),
         _ => format!("{} at {}", r.state, r.stage),
     };

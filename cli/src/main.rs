@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use blocklab_coordinator::{cli, cli_listings as listings, report};
+use blocklab_cli::{commands as cli, listings};
+use blocklab_report as report;
 use blocklab_daemon::security::{API_TOKEN_ENV, ClientAuth, ClientTls, resolve_token};
 use blocklab_proto::v1::*;
 use clap::{Parser, Subcommand};
@@ -166,7 +167,7 @@ const COMPARE_LONG_HELP: &str = concat!(
 #[derive(clap::Args)]
 struct ListOpts {
     /// Output format.
-    #[arg(long, default_value = "table", value_parser = blocklab_coordinator::report::render::FORMATS)]
+    #[arg(long, default_value = "table", value_parser = blocklab_report::render::FORMATS)]
     format: String,
 }
 
@@ -179,7 +180,7 @@ struct TableOpts {
     /// for maintenance).
     #[arg(long, default_value = "", hide_default_value = true)]
     metric: String,
-    #[arg(long, default_value = "table", value_parser = blocklab_coordinator::report::render::FORMATS)]
+    #[arg(long, default_value = "table", value_parser = blocklab_report::render::FORMATS)]
     format: String,
 }
 
@@ -324,7 +325,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             std::fs::create_dir_all(&out)
                 .with_context(|| format!("--out: cannot create {}", out.display()))?;
             let charts = match cli::probe_job(&mut client, &job_id).await? {
-                Some(probe) => report::probe_plot::probe_charts(&probe),
+                Some(probe) => report::plot::probe_charts(&probe),
                 None => report::plot::charts(&export(&mut client, job_id, metric).await?),
             };
             for chart in charts {
@@ -354,7 +355,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
 async fn finish_watch(client: &mut ControlClient, job_id: &str) -> anyhow::Result<ExitCode> {
     // Progress bars on a terminal; plain lines (one per event) for pipes and logs.
     let last = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-        blocklab_coordinator::cli_progress::watch_with_bar(client, job_id).await?
+        blocklab_cli::progress::watch_with_bar(client, job_id).await?
     } else {
         cli::watch(client, job_id, std::io::stdout()).await?
     };

@@ -14,7 +14,7 @@ use blocklab_spec::{Plan, ProbeSpec, Spec};
 
 pub use rows::*;
 
-#[path = "catalog_rows.rs"]
+pub mod export;
 mod rows;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 
 use blocklab_proto::v1::*;
 
-use super::plot::{COLORS, Chart, esc};
-use super::render::pct;
+use super::svg::{COLORS, Chart, esc};
+use crate::format::pct;
 
 const W: f64 = 860.0;
 const LABEL: f64 = 230.0;
@@ -71,7 +71,7 @@ fn bars(by_metric: &[MetricResults]) -> Vec<Bar> {
 
 /// The chart, or `None` when the job has no workload metric with a change to show.
 pub fn change_chart(export: &JobExport) -> Option<Chart> {
-    let bars = bars(&super::metric_results(export));
+    let bars = bars(&crate::metric_results(export));
     if bars.is_empty() {
         return None;
     }

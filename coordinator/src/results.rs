@@ -1,0 +1,71 @@
+//! The results RPCs over the catalog: a job's export read from the catalog, with the
+//! statistics of [`blocklab_report`] computed on it. The Control service and the dashboard
+//! both call these functions with plain arguments.
+
+use blocklab_proto::v1::*;
+use blocklab_report::{ReportError, analysis, per_metric, resolve};
+
+use crate::catalog::{Catalog, CatalogError, export};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    #[error(transparent)]
+    Report(#[from] ReportError),
+}
+
+/// Per-cell statistics of `metric` (empty = the job's headline metric) against the job's
+/// baseline cell.
+pub async fn query_results(
+    catalog: &Catalog,
+    catalog_path: &str,
+    job_id: &str,
+    metric: &str,
+) -> Result<QueryResultsResponse, ResultsError> {
+    let export = export::export_job(catalog, job_id, false).await?;
+    let metric = resolve(metric, &export)?;
+    let by_metric = blocklab_report::metric_results(&export);
+    Ok(QueryResultsResponse {
+        job_id: job_id.to_string(),
+        cells: analysis::cell_results(&export, &metric),
+        catalog_path: catalog_path.to_string(),
+        by_metric,
+    })
+}
+
+/// Everything about a job plus its per-cell statistics of `metric`.
+pub async fn export_job(
+    catalog: &Catalog,
+    catalog_path: &str,
+    job_id: &str,
+    metric: &str,
+    include_samples: bool,
+) -> Result<JobExport, ResultsError> {
+    let mut export = export::export_job(catalog, job_id, include_samples).await?;
+    let metric = resolve(metric, &export)?;
+    export.results = analysis::cell_results(&export, &metric);
+    export.metric = metric.name().to_string();
+    export.catalog_path = catalog_path.to_string();
+    Ok(export)
+}
+
+/// Each cell of job `b` against the like cell of job `a`.
+pub async fn compare_jobs(
+    catalog: &Catalog,
+    job_a: &str,
+    job_b: &str,
+    metric: &str,
+) -> Result<CompareJobsResponse, ResultsError> {
+    let a = export::export_job(catalog, job_a, false).await?;
+    let b = export::export_job(catalog, job_b, false).await?;
+    let metric = resolve(metric, &b)?;
+    let by_metric = per_metric(&b, |m| analysis::compare(&a, &b, m));
+    Ok(CompareJobsResponse {
+        by_metric,
+        cells: analysis::compare(&a, &b, &metric),
+        job_a: a.job,
+        job_b: b.job,
+        metric: metric.name().to_string(),
+    })
+}

@@ -1,0 +1,34 @@
+//! How numbers and metrics read: shared by the text renderings, the charts and the report.
+
+use blocklab_proto::v1::CellResult;
+
+use crate::stats::Metric;
+
+/// The metric a cell's statistics are about.
+pub fn cell_metric(c: &CellResult) -> Metric {
+    Metric::parse(&c.metric).unwrap_or_else(|_| Metric::Workload {
+        name: c.metric.clone(),
+        unit: c.unit.clone(),
+        higher_is_better: c.higher_is_better,
+    })
+}
+
+/// A value of `metric` for people: tps with one decimal, latencies in ms with three,
+/// seconds with four, counts whole.
+pub fn num(metric: &Metric, v: f64) -> String {
+    let d = metric.decimals();
+    format!("{v:.d$}")
+}
+
+pub fn pct(v: f64) -> String {
+    format!("{v:+.1}%")
+}
+
+pub fn p_value(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+

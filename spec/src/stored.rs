@@ -1,0 +1,97 @@
+//! A submitted job as the coordinator keeps it: the validated spec and its expansion, parsed
+//! from the spec text once at submit and stored in the catalog beside that text. The
+//! scheduler, the listings and the reports read this, never the text.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{JobKind, JobSpec, Plan, ProbeSpec, Spec, SpecError};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum JobPlan {
+    /// The matrix of page sizes: the spec and its cells and runs in run order.
+    Benchmark { spec: Box<Spec>, plan: Plan },
+    /// An I/O probe.
+    Probe(ProbeSpec),
+}
+
+impl JobPlan {
+    /// Parses and validates spec text of either kind and expands it (`seed` replays a
+    /// shuffled order).
+    pub fn parse(text: &str, seed: Option<u64>) -> Result<Self, SpecError> {
+        Ok(Self::new(JobSpec::parse_with_seed(text, seed)?))
+    }
+
+    pub fn new(spec: JobSpec) -> Self {
+        match spec {
+            JobSpec::Benchmark(spec) => {
+                let plan = spec.plan();
+                JobPlan::Benchmark { spec, plan }
+            }
+            JobSpec::Probe(p) => JobPlan::Probe(p),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            JobPlan::Benchmark { spec, .. } => &spec.name,
+            JobPlan::Probe(p) => &p.name,
+        }
+    }
+
+    pub fn kind(&self) -> JobKind {
+        match self {
+            JobPlan::Benchmark { .. } => JobKind::Benchmark,
+            JobPlan::Probe(_) => JobKind::Probe,
+        }
+    }
+
+    /// What the job runs, for listings: its workload kind, or "probe".
+    pub fn workload(&self) -> &'static str {
+        match self {
+            JobPlan::Benchmark { spec, .. } => spec.workload.kind.name(),
+            JobPlan::Probe(_) => JobKind::Probe.as_str(),
+        }
+    }
+
+    /// The metric its results show when none is asked for.
+    pub fn headline_metric(&self) -> &'static str {
+        match self {
+            JobPlan::Benchmark { spec, .. } => spec.workload.kind.headline_metric(),
+            JobPlan::Probe(_) => "",
+        }
+    }
+
+    /// (cells, runs) the job has.
+    pub fn size(&self) -> (usize, usize) {
+        match self {
+            JobPlan::Benchmark { plan, .. } => (plan.cells.len(), plan.runs.len()),
+            JobPlan::Probe(p) => (p.targets.len(), p.targets.len() * p.repetitions as usize),
+        }
+    }
+
+    /// The stored form.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a plan is plain data")
+    }
+
+    pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_plan_reads_back_equal() {
+        let text = "name = \"t\"\nrepetitions = 2\norder = \"shuffled\"\n\n[source]\ntarball = \"/x.tar.bz2\"\n\n[matrix]\nblock_size_kb = [8, 16]\nclients = [1]\n\n[workload]\nduration = \"5s\"\n";
+        let plan = JobPlan::parse(text, None).expect("valid");
+        let back = JobPlan::from_json(&plan.to_json()).expect("reads back");
+        assert_eq!(back, plan);
+        assert_eq!(back.kind(), JobKind::Benchmark);
+        assert_eq!(back.workload(), "pgbench");
+        assert_eq!(back.headline_metric(), "tps");
+        assert_eq!(back.size(), (2, 4));
+    }
+}

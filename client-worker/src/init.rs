@@ -12,7 +12,7 @@ use tokio_postgres::Client;
 
 use crate::conn::Target;
 use crate::error::WorkerError;
-use crate::script::{NACCOUNTS, NBRANCHES, NTELLERS, SCALE_32BIT_THRESHOLD};
+use blocklab_script::builtin::{NACCOUNTS, NBRANCHES, NTELLERS, SCALE_32BIT_THRESHOLD};
 
 /// The four tables, in pgbench's creation order: (name, 32-bit columns, 64-bit columns,
 /// declares fillfactor).

@@ -1,41 +1,25 @@
 //! blocklab client worker: pgbench-compatible load generation over TCP, as a fleet daemon
-//! (`serve`) or directly (`init_data`, `run_load`).
+//! (`serve`) or directly (`init_data`, `run_load`). The script language is the
+//! `blocklab_script` crate; the load engine is [`engine`]; the other workload kinds are
+//! [`tpcc`] and [`as3ap`]; [`serve`] is the fleet task handler and the only place that
+//! converts between the wire types and the worker's own.
 
 pub mod as3ap;
-mod client;
 pub mod conn;
 pub mod cpu;
-mod decode;
+pub mod engine;
 pub mod error;
-pub mod exec;
-pub mod expr;
-mod expr_lex;
-pub mod expr_parse;
 pub mod facts;
-#[doc(hidden)]
-pub mod fuzzing;
 pub mod init;
-pub mod load;
 pub mod metrics;
-pub mod parse;
-pub mod plan;
-pub mod prng;
-mod progress;
-pub mod report;
-pub mod script;
 pub mod serve;
-mod shell;
-pub mod sql;
-pub mod stats;
-mod summary;
 pub mod tpcc;
-pub mod vars;
-mod worker_thread;
 
+pub use blocklab_script::{Builtin, Protocol};
+pub use engine::control::LoadControl;
+pub use engine::load::{run_load, run_load_controlled, run_load_observed};
+pub use engine::plan::ScriptSpec;
+pub use engine::report::{LoadOptions, LoadReport};
 pub use error::WorkerError;
 pub use init::{init_data, init_data_conninfo};
-pub use load::{LoadControl, run_load, run_load_controlled, run_load_observed};
-pub use plan::ScriptSpec;
-pub use report::{LoadOptions, LoadReport};
-pub use script::{Builtin, Protocol};
 pub use serve::{WorkerConfig, WorkerHandler, serve};

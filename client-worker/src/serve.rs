@@ -10,11 +10,12 @@ use blocklab_daemon::fleet::{ProgressSink, SessionConfig, TaskHandler, run_sessi
 use blocklab_proto::{CancelTask, Go, Hello, Role, Task, task, task_result};
 use tokio::sync::oneshot;
 
+use crate::engine::control::LoadControl;
+use crate::engine::load::run_load_controlled;
+use crate::engine::report::LoadOptions;
 use crate::error::WorkerError;
 use crate::facts;
 use crate::init::init_data;
-use crate::load::{LoadControl, run_load_controlled};
-use crate::report::LoadOptions;
 
 /// How the daemon dials and identifies itself.
 #[derive(Clone, Debug)]

@@ -9,9 +9,9 @@ use blocklab_proto::{
     As3apParams, RunLoadResult, RunLoadTask, WorkloadKind, WorkloadStepResult, WorkloadStepTask,
 };
 use blocklab_worker::as3ap;
+use blocklab_worker::engine::control::LoadControl;
+use blocklab_worker::engine::stats::deserialize_histogram;
 use blocklab_worker::error::WorkerError;
-use blocklab_worker::load::LoadControl;
-use blocklab_worker::stats::deserialize_histogram;
 use support::TestServer;
 
 const SINGLE_USER_ORDER: [&str; 47] = [

@@ -217,7 +217,8 @@ async fn load_runs_under_every_protocol() {
             );
             assert_eq!(r.histogram.len(), r.transactions, "{what}");
             let p = r.to_proto();
-            let h = blocklab_worker::stats::deserialize_histogram(&p.latency_histogram).unwrap();
+            let h = blocklab_worker::engine::stats::deserialize_histogram(&p.latency_histogram)
+                .unwrap();
             assert_eq!(h.len(), r.transactions);
             if builtin == Builtin::TpcbLike {
                 let [b, t, a, h] = balances(&server).await;

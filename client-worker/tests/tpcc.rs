@@ -217,7 +217,7 @@ async fn run_mix_keying_and_broken_check() {
     assert_eq!(r.random_seed, 42);
     assert_eq!(r.samples.len(), 3);
     assert!(r.latency_p50_ms > 0.0 && r.latency_p50_ms <= r.latency_max_ms);
-    let h = blocklab_worker::stats::deserialize_histogram(&r.latency_histogram).unwrap();
+    let h = blocklab_worker::engine::stats::deserialize_histogram(&r.latency_histogram).unwrap();
     assert_eq!(h.len(), r.transactions);
     step(&server, "tpcc1", 1, "check", 0, 1).await.unwrap();
 

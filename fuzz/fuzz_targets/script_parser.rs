@@ -4,5 +4,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    blocklab_worker::fuzzing::fuzz_script(data);
+    blocklab_script::fuzzing::fuzz_script(data);
 });

@@ -133,5 +133,4 @@ impl FromStr for Protocol {
 }
 
 #[cfg(test)]
-#[path = "script_tests.rs"]
 mod tests;

@@ -7,17 +7,10 @@
 
 use std::fmt;
 
-use crate::expr::Expr;
-use crate::expr_parse::parse_expr;
-use crate::sql::{SqlCommand, scan_sql};
+use crate::expr::{Expr, parse_expr};
+pub use crate::sql::ResultSet;
+use crate::sql::{Piece, SqlCommand, scan_sql};
 use crate::vars::{Symbols, VarId};
-
-/// `\gset` or `\aset` attached to the SQL command before it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ResultSet {
-    Gset(String),
-    Aset(String),
-}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SleepArg {
@@ -165,7 +158,7 @@ pub fn parse_script(
     let mut steps: Vec<Step> = Vec::new();
     for piece in scan_sql(text) {
         match piece {
-            crate::sql::Piece::Sql { text: sql, line } => {
+            Piece::Sql { text: sql, line } => {
                 let cmd = SqlCommand::new(&sql, symbols).map_err(|msg| ScriptError {
                     file: source.into(),
                     line: 0,
@@ -182,7 +175,7 @@ pub fn parse_script(
                     text: shown,
                 });
             }
-            crate::sql::Piece::Meta { text: mt, line } => {
+            Piece::Meta { text: mt, line } => {
                 let meta = Meta {
                     source,
                     line,
@@ -394,5 +387,4 @@ fn link_conditionals(source: &str, steps: &mut [Step]) -> Result<(), ScriptError
 }
 
 #[cfg(test)]
-#[path = "parse_tests.rs"]
 mod tests;

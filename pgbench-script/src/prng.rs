@@ -20,9 +20,15 @@ pub struct PgPrng {
     s1: u64,
 }
 
-fn splitmix64(state: &mut u64) -> u64 {
+/// One step of SplitMix64 (Steele, Lea, Flood): advances `state` and returns the next value.
+/// pg_prng seeds with it; the TPC-C-like and AS3AP-like generators are built on it.
+pub fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut v = *state;
+    splitmix64_mix(*state)
+}
+
+/// SplitMix64's finalizer: a cheap, well-mixing 64-bit hash.
+pub fn splitmix64_mix(mut v: u64) -> u64 {
     v = (v ^ (v >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     v = (v ^ (v >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     v ^ (v >> 31)
@@ -188,5 +194,4 @@ pub fn permute(val: i64, isize: i64, seed: i64) -> i64 {
 }
 
 #[cfg(test)]
-#[path = "prng_tests.rs"]
 mod tests;

@@ -2,8 +2,14 @@
 //! lexer: quotes, dollar quotes, comments and parentheses hide `;` and `\`), and the
 //! `:name` variable references of an SQL command, found as pgbench finds them.
 
-use crate::parse::ResultSet;
 use crate::vars::{Symbols, VarId, Variables};
+
+/// `\gset` or `\aset` attached to the SQL command before it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ResultSet {
+    Gset(String),
+    Aset(String),
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Piece {

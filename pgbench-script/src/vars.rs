@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use crate::expr::{EvalError, Value};
+use crate::value::{EvalError, Value};
 
 pub type VarId = usize;
 

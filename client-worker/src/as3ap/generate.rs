@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use crate::prng::PgPrng;
+use blocklab_script::prng::PgPrng;
 
 const BILLION: i64 = 1_000_000_000;
 /// Days from 1900-01-01 covered by `col_date` (AS3AP: 1/1/1900 to about 12/2000).
@@ -54,12 +54,7 @@ impl Table {
     }
 }
 
-/// splitmix64's finalizer: a cheap, well-mixing 64-bit hash.
-fn mix(mut v: u64) -> u64 {
-    v = (v ^ (v >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    v = (v ^ (v >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    v ^ (v >> 31)
-}
+use blocklab_script::prng::splitmix64_mix as mix;
 
 fn hash(seed: u64, i: u64) -> u64 {
     mix(seed ^ mix(i.wrapping_add(0x9E37_79B9_7F4A_7C15)))

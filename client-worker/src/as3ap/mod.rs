@@ -52,8 +52,8 @@ use tokio::sync::oneshot;
 use tokio_postgres::Client;
 
 use crate::conn::Target;
+use crate::engine::control::LoadControl;
 use crate::error::WorkerError;
-use crate::load::LoadControl;
 
 pub use generate::{ADDRESS_1, CODE_1, NAME_1};
 

@@ -13,13 +13,14 @@ use tokio_postgres::{Client, SimpleQueryMessage, Statement};
 
 use crate::conn::Target;
 use crate::cpu::CpuTimes;
+use crate::engine::control::LoadControl;
+use crate::engine::stats::ClientStats;
+use crate::engine::stats::WindowFacts;
 use crate::error::{WorkerError, describe};
-use crate::load::LoadControl;
-use crate::prng::PgPrng;
-use crate::stats::ClientStats;
-use crate::stats::WindowFacts;
+use blocklab_script::prng::PgPrng;
 
-use super::result::{report_live, result};
+use super::result::result;
+use crate::engine::live::report_live;
 
 /// A multi-user mix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -239,7 +240,8 @@ pub async fn run_mix(
         .as_ref()
         .ok_or_else(|| WorkerError::InvalidArgument("conninfo is missing".into()))?;
     let target = Target::parse(&conninfo.to_conninfo_string())?;
-    let random_seed = crate::load::effective_seed((t.random_seed != 0).then_some(t.random_seed));
+    let random_seed =
+        crate::engine::control::effective_seed((t.random_seed != 0).then_some(t.random_seed));
     // As the pgbench engine: one draw of the base sequence seeds each user, and users of
     // other workers take the draws before ours.
     let mut base = PgPrng::seed(random_seed);
@@ -313,7 +315,11 @@ pub async fn run_mix(
             &format!("{} s measured", duration.as_secs_f64()),
         )
         .await;
-    let reporter = tokio::spawn(report_live(live.clone(), progress.clone()));
+    let completed = {
+        let live = live.clone();
+        move || live.load(Ordering::Relaxed)
+    };
+    let reporter = tokio::spawn(report_live(completed, progress.clone()));
     let mut total = ClientStats::new(w.seconds);
     let mut tuples = 0u64;
     let mut last_finish = w.start;

@@ -8,8 +8,8 @@ use tokio_postgres::Client;
 
 use super::list::{Op, Query};
 use super::schema;
+use crate::engine::control::LoadControl;
 use crate::error::WorkerError;
-use crate::load::LoadControl;
 
 /// A timed query's outcome.
 pub struct Outcome {

@@ -9,8 +9,8 @@ use futures::SinkExt;
 use tokio_postgres::Client;
 
 use super::generate::{Table, TableGen};
+use crate::engine::control::LoadControl;
 use crate::error::WorkerError;
-use crate::load::LoadControl;
 
 /// About this many bytes of COPY data per message.
 const COPY_CHUNK: usize = 256 * 1024;

@@ -1,17 +1,20 @@
-//! `blocklab-worker`: the load-generator daemon (`serve`) and a standalone
+//! The command line of `blocklab-worker`: the daemon (`serve`), the standalone
 //! pgbench-compatible `init` / `bench`, and the TPC-C-like and AS3AP-like workloads by hand
-//! (`tpcc`, `as3ap`).
+//! (`tpcc`, `as3ap`, in `kinds/`).
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use blocklab_daemon::config::{ConfigError, parse_with_config};
+use blocklab_worker::engine::plan::split_weight;
 use blocklab_worker::init::{InitOptions, PartitionMethod};
-use blocklab_worker::plan::split_weight;
 use blocklab_worker::{Builtin, LoadOptions, Protocol, ScriptSpec, WorkerConfig, WorkerError};
 use clap::{Args, Parser, Subcommand};
 
-mod standalone_kinds;
+mod kinds;
+mod seed;
+
+use seed::parse_seed;
 
 #[derive(Parser, Debug)]
 #[command(name = "blocklab-worker", version, about = "blocklab load generator")]
@@ -30,10 +33,10 @@ enum Command {
     Bench(BenchArgs),
     /// TPC-C-like workload by hand: init, run, check.
     #[command(subcommand)]
-    Tpcc(standalone_kinds::TpccCommand),
+    Tpcc(kinds::TpccCommand),
     /// AS3AP-like workload by hand: load, single-user, mix.
     #[command(subcommand)]
-    As3ap(standalone_kinds::As3apCommand),
+    As3ap(kinds::As3apCommand),
 }
 
 #[derive(Args, Debug)]
@@ -158,7 +161,7 @@ struct BenchArgs {
     conninfo: String,
 }
 
-fn main() -> ExitCode {
+pub fn main() -> ExitCode {
     // `serve` reads --config FILE; flags and environment variables override it.
     let cli = match parse_with_config::<Cli>(std::env::args_os().collect(), Some("serve")) {
         Ok(c) => c,
@@ -198,8 +201,8 @@ fn main() -> ExitCode {
             Command::Serve(a) => serve(a).await,
             Command::Init(a) => init(a).await,
             Command::Bench(a) => bench(a).await,
-            Command::Tpcc(c) => standalone_kinds::tpcc_main(c).await,
-            Command::As3ap(c) => standalone_kinds::as3ap_main(c).await,
+            Command::Tpcc(c) => kinds::tpcc_main(c).await,
+            Command::As3ap(c) => kinds::as3ap_main(c).await,
         }
     })
 }
@@ -278,16 +281,6 @@ async fn init(a: InitArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => fail(1, &e),
-    }
-}
-
-fn parse_seed(s: &str) -> Result<Option<u64>, String> {
-    match s {
-        "time" => Ok(None),
-        "rand" => Ok(Some(rand::random::<u64>())),
-        n => n.parse().map(Some).map_err(|_| {
-            format!("unrecognized random seed option \"{n}\": expecting an unsigned integer, \"time\" or \"rand\"")
-        }),
     }
 }
 
@@ -390,5 +383,4 @@ async fn bench(a: BenchArgs) -> ExitCode {
 }
 
 #[cfg(test)]
-#[path = "main_config_tests.rs"]
-mod config_tests;
+mod tests;

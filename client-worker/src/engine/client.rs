@@ -11,12 +11,12 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{Format, FromSql, IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{Client, SimpleQueryMessage, Statement};
 
+use crate::engine::plan::Plan;
 use crate::error::WorkerError;
-use crate::parse::Command;
-use crate::plan::Plan;
-use crate::script::Protocol;
-use crate::sql::SqlCommand;
-use crate::vars::Variables;
+use blocklab_script::builtin::Protocol;
+use blocklab_script::parse::Command;
+use blocklab_script::sql::SqlCommand;
+use blocklab_script::vars::Variables;
 
 /// A parameter sent in text format, whatever type the server inferred.
 #[derive(Debug)]
@@ -53,7 +53,7 @@ struct Raw(Option<String>);
 
 impl<'a> FromSql<'a> for Raw {
     fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn StdError + Sync + Send>> {
-        crate::decode::binary_to_text(ty, raw).map(|s| Raw(Some(s)))
+        crate::engine::decode::binary_to_text(ty, raw).map(|s| Raw(Some(s)))
     }
 
     fn from_sql_null(_: &Type) -> Result<Self, Box<dyn StdError + Sync + Send>> {

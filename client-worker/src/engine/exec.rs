@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 
 use futures::Future;
 
-use crate::client::{ResultRows, Session, is_retryable};
-use crate::expr::{EvalCtx, EvalError, Expr, Value};
-use crate::parse::{Command, ResultSet, SleepArg};
-use crate::plan::Plan;
-use crate::prng::PgPrng;
-use crate::vars::Variables;
+use crate::engine::client::{ResultRows, Session, is_retryable};
+use crate::engine::plan::Plan;
+use blocklab_script::expr::{EvalCtx, EvalError, Expr, Value};
+use blocklab_script::parse::{Command, ResultSet, SleepArg};
+use blocklab_script::prng::PgPrng;
+use blocklab_script::vars::Variables;
 
 /// Latency and count of one script command (`-r`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -183,7 +183,7 @@ impl ClientState {
                         Command::SetShell(v, _) => Some(v.as_str()),
                         _ => None,
                     };
-                    crate::shell::run(&mut self.vars, var, argv)
+                    crate::engine::shell::run(&mut self.vars, var, argv)
                         .await
                         .map_err(abort)?;
                 }
@@ -203,7 +203,7 @@ impl ClientState {
     /// Evaluates the \elif chain from `next`; returns where execution continues.
     fn branch(
         &mut self,
-        steps: &[crate::parse::Step],
+        steps: &[blocklab_script::parse::Step],
         mut next: usize,
         si: usize,
     ) -> Result<usize, TxnError> {

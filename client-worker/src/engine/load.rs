@@ -11,48 +11,16 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::conn::Target;
 use crate::cpu::CpuTimes;
+use crate::engine::control::{Go, LoadControl, Timeline, effective_seed};
+use crate::engine::exec::{ClientState, StepStat};
+use crate::engine::plan::{Live, Plan, ScriptSet};
+use crate::engine::report::{LoadOptions, LoadReport, Timings};
+use crate::engine::stats::ClientStats;
+use crate::engine::thread::{ThreadOutcome, run_thread};
 use crate::error::{WorkerError, describe};
-use crate::exec::{ClientState, StepStat};
-use crate::expr::Value;
-use crate::plan::{Live, Plan, ScriptSet};
-use crate::prng::PgPrng;
-use crate::report::{LoadOptions, LoadReport, Timings};
-use crate::stats::ClientStats;
-use crate::vars::Variables;
-use crate::worker_thread::{ThreadOutcome, run_thread};
-
-/// When clients start and stop; sent to every thread once all are connected.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Timeline {
-    pub start: Instant,
-    pub window_start: Instant,
-    /// None: run until each client did its transactions.
-    pub end: Option<Instant>,
-    pub window_seconds: usize,
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Go {
-    Wait,
-    Start(Timeline),
-    Abort,
-}
-
-/// How a running load is steered from outside: stopped early, or started by a go.
-#[derive(Clone, Default)]
-pub struct LoadControl {
-    pub stop: Arc<AtomicBool>,
-    /// Woken when `stop` is set, so a wait for the go ends too.
-    pub stopped: Arc<Notify>,
-}
-
-impl LoadControl {
-    pub fn stop(&self) {
-        self.stop.store(true, Ordering::Relaxed);
-        self.stopped.notify_waiters();
-        self.stopped.notify_one();
-    }
-}
+use blocklab_script::expr::Value;
+use blocklab_script::prng::PgPrng;
+use blocklab_script::vars::Variables;
 
 /// Runs a load as `opts` describe, with no progress reports.
 pub async fn run_load(opts: &LoadOptions) -> Result<LoadReport, WorkerError> {
@@ -75,15 +43,6 @@ pub async fn run_load_observed(
         stopped: Arc::new(Notify::new()),
     };
     run_load_controlled(opts, progress, &ctl, None).await
-}
-
-/// The seed pgbench would use for `--random-seed` (`time` when unset).
-pub fn effective_seed(seed: Option<u64>) -> u64 {
-    seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_micros() as u64)
-    })
 }
 
 fn client_states(plan: &Plan, opts: &LoadOptions) -> Vec<ClientState> {
@@ -289,11 +248,20 @@ pub async fn run_load_controlled(
         .await;
     let reporter = opts.progress_interval.map(|every| {
         let plan = plan.clone();
-        tokio::spawn(crate::progress::report_every(plan, window_start, every))
+        tokio::spawn(crate::engine::progress::report_every(
+            plan,
+            window_start,
+            every,
+        ))
     });
-    let live = opts
-        .report_live
-        .then(|| tokio::spawn(crate::progress::report_live(plan.clone(), progress.clone())));
+    let live = opts.report_live.then(|| {
+        let plan = plan.clone();
+        let completed = move || plan.live.transactions.load(Ordering::Relaxed);
+        tokio::spawn(crate::engine::live::report_live(
+            completed,
+            progress.clone(),
+        ))
+    });
 
     let mut total = ClientStats::new(timeline.window_seconds);
     total.grow = !timed;

@@ -2,10 +2,10 @@
 //! protocol and the run options that shape each client's loop.
 
 use crate::conn::Target;
-use crate::parse::{Command, ParsedScript, ScriptError, parse_script};
-use crate::prng::PgPrng;
-use crate::script::Protocol;
-use crate::vars::Symbols;
+use blocklab_script::builtin::Protocol;
+use blocklab_script::parse::{Command, ParsedScript, ScriptError, parse_script};
+use blocklab_script::prng::PgPrng;
+use blocklab_script::vars::Symbols;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A script to run, as given: a built-in or a file, with its weight.
@@ -20,7 +20,7 @@ pub struct ScriptSpec {
 }
 
 impl ScriptSpec {
-    pub fn builtin(b: crate::script::Builtin, weight: u32) -> ScriptSpec {
+    pub fn builtin(b: blocklab_script::builtin::Builtin, weight: u32) -> ScriptSpec {
         ScriptSpec {
             name: b.name().into(),
             description: b.description().into(),

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::plan::Plan;
+use crate::engine::plan::Plan;
 
 /// One progress line from the counters' deltas over `secs` seconds.
 pub fn line(plan: &Plan, at_s: f64, secs: f64, d: [u64; 6]) -> String {
@@ -58,21 +58,5 @@ pub(crate) async fn report_every(plan: Arc<Plan>, start: Instant, every: Duratio
         );
         last = now;
         tick += 1;
-    }
-}
-
-/// Every second, the transactions of the last second as `live_tps=N` on the task's progress
-/// (the coordinator shows it while the run measures).
-pub(crate) async fn report_live(plan: Arc<Plan>, sink: blocklab_daemon::fleet::ProgressSink) {
-    let mut last = plan.live.transactions.load(Ordering::Relaxed);
-    let mut at = Instant::now();
-    loop {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let now = plan.live.transactions.load(Ordering::Relaxed);
-        let secs = at.elapsed().as_secs_f64();
-        at = Instant::now();
-        let tps = now.wrapping_sub(last) as f64 / secs.max(1e-3);
-        last = now;
-        sink.live(tps).await;
     }
 }

@@ -7,10 +7,10 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::cpu::CpuTimes;
+use crate::engine::plan::{Plan, ScriptSpec, split_weight};
+use crate::engine::stats::{self, ClientStats, Sample};
 use crate::error::WorkerError;
-use crate::plan::{Plan, ScriptSpec, split_weight};
-use crate::script::{Builtin, Protocol};
-use crate::stats::{self, ClientStats, Sample};
+use blocklab_script::builtin::{Builtin, Protocol};
 
 /// A load to run.
 #[derive(Clone, Debug)]
@@ -164,7 +164,7 @@ impl LoadOptions {
             return bad("rate must be a positive number");
         }
         for (name, _) in &self.variables {
-            if !crate::vars::valid_name(name) {
+            if !blocklab_script::vars::valid_name(name) {
                 return bad(&format!("invalid variable name: \"{name}\""));
             }
         }

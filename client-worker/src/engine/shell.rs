@@ -1,7 +1,7 @@
 //! `\shell` and `\setshell` (standalone mode only): the command runs from its argv, never
 //! through a shell; `:name` words are replaced by variable values, `::x` gives `:x`.
 
-use crate::vars::Variables;
+use blocklab_script::vars::Variables;
 
 pub async fn run(vars: &mut Variables, set: Option<&str>, argv: &[String]) -> Result<(), String> {
     let mut args = Vec::with_capacity(argv.len());

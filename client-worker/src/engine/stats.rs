@@ -43,7 +43,7 @@ pub struct ClientStats {
     /// Per script: transactions, failures, latency sum (µs).
     pub per_script: Vec<(u64, u64, f64)>,
     /// Per script, per step (-r).
-    pub steps: Vec<Vec<crate::exec::StepStat>>,
+    pub steps: Vec<Vec<crate::engine::exec::StepStat>>,
 }
 
 impl ClientStats {
@@ -162,7 +162,7 @@ impl ClientStats {
         }
         for (a, b) in self.steps.iter_mut().zip(&other.steps) {
             if a.len() < b.len() {
-                a.resize(b.len(), crate::exec::StepStat::default());
+                a.resize(b.len(), crate::engine::exec::StepStat::default());
             }
             for (x, y) in a.iter_mut().zip(b) {
                 x.sum_us += y.sum_us;

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::LoadReport;
+use crate::engine::report::LoadReport;
 
 fn pct(n: u64, of: u64) -> f64 {
     if of == 0 {

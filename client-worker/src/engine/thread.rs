@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
 
-use crate::client::Session;
+use crate::engine::client::Session;
+use crate::engine::control::{Go, Timeline};
+use crate::engine::exec::{ClientState, TxnError};
+use crate::engine::plan::Plan;
+use crate::engine::stats::ClientStats;
 use crate::error::WorkerError;
-use crate::exec::{ClientState, TxnError};
-use crate::load::{Go, Timeline};
-use crate::plan::Plan;
-use crate::stats::ClientStats;
 
 pub(crate) struct ThreadOutcome {
     pub stats: ClientStats,
@@ -281,8 +281,8 @@ async fn client_loop(
         last_end = Instant::now();
     }
 }
-fn kind(c: &crate::parse::Command) -> &'static str {
-    use crate::parse::Command::*;
+fn kind(c: &blocklab_script::parse::Command) -> &'static str {
+    use blocklab_script::parse::Command::*;
     match c {
         Sql(_) => "SQL",
         Set(..) => "set",

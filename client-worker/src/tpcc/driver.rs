@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use super::rand::Rng;
 use super::txn::{Outcome, Terminal};
+use crate::engine::stats::ClientStats;
 use crate::error::{WorkerError, describe};
-use crate::stats::ClientStats;
 
 /// The five transaction types, in the order of [`NAMES`].
 pub const KINDS: usize = 5;
@@ -225,25 +225,4 @@ pub async fn terminal(
         stats.first_error.clone_from(&stats.all.first_error);
     }
     Ok(stats)
-}
-
-/// Every second of the window, the completed transactions of the last second as
-/// `live_tps=N` on the task's progress.
-pub async fn report_live(
-    shared: Arc<Shared>,
-    sink: blocklab_daemon::fleet::ProgressSink,
-    from: Instant,
-) {
-    tokio::time::sleep_until(tokio::time::Instant::from_std(from)).await;
-    let mut last = shared.live.load(Ordering::Relaxed);
-    let mut at = Instant::now();
-    loop {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let now = shared.live.load(Ordering::Relaxed);
-        let secs = at.elapsed().as_secs_f64();
-        at = Instant::now();
-        let tps = now.wrapping_sub(last) as f64 / secs.max(1e-3);
-        last = now;
-        sink.live(tps).await;
-    }
 }

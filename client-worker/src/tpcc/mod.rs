@@ -23,8 +23,8 @@ use tokio::sync::oneshot;
 use tokio_postgres::Client;
 
 use crate::conn::Target;
+use crate::engine::control::LoadControl;
 use crate::error::WorkerError;
-use crate::load::LoadControl;
 
 pub use driver::NAMES as TXN_NAMES;
 pub use schema::TABLES;

@@ -2,6 +2,8 @@
 //! NURand, a-strings and n-strings, the customer last-name syllables, negative-exponential
 //! think times. A small xoshiro256** keeps generation cheap and reproducible from a seed.
 
+use blocklab_script::prng::splitmix64;
+
 /// The ten syllables customer last names are made of (clause 4.3.2.3).
 const SYLLABLES: [&str; 10] = [
     "BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING",
@@ -19,19 +21,11 @@ pub struct Rng {
     s: [u64; 4],
 }
 
-fn splitmix(x: &mut u64) -> u64 {
-    *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *x;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 impl Rng {
     pub fn seed(seed: u64) -> Rng {
         let mut x = seed;
         Rng {
-            s: std::array::from_fn(|_| splitmix(&mut x)),
+            s: std::array::from_fn(|_| splitmix64(&mut x)),
         }
     }
 

@@ -8,15 +8,16 @@ use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{RunLoadResult, RunLoadTask, TxnTypeStats, WorkloadMetric};
 use tokio::sync::oneshot;
 
-use super::driver::{KINDS, NAMES, Pace, Shared, TermStats, Timeline, report_live, terminal};
+use super::driver::{KINDS, NAMES, Pace, Shared, TermStats, Timeline, terminal};
 use super::rand::{NuConstants, Rng};
 use super::txn::Terminal;
 use super::{DISTRICTS, TpccOptions};
 use crate::conn::Target;
 use crate::cpu::CpuTimes;
+use crate::engine::control::LoadControl;
+use crate::engine::live::report_live_from;
+use crate::engine::stats::{self, WindowFacts, serialize_histogram};
 use crate::error::{WorkerError, describe};
-use crate::load::LoadControl;
-use crate::stats::{self, WindowFacts, serialize_histogram};
 
 /// The seed of terminal `k`'s generator, from the run's seed.
 fn terminal_seed(seed: u64, k: u32) -> u64 {
@@ -69,7 +70,8 @@ pub async fn run(
     }
     let conninfo = t.conninfo.clone().unwrap_or_default().to_conninfo_string();
     let target = Target::parse(&conninfo)?;
-    let seed = crate::load::effective_seed((t.random_seed != 0).then_some(t.random_seed));
+    let seed =
+        crate::engine::control::effective_seed((t.random_seed != 0).then_some(t.random_seed));
     let c = NuConstants::for_run(&mut Rng::seed(seed));
     let w = i32::try_from(o.warehouses)
         .map_err(|_| WorkerError::InvalidArgument("warehouses is too large".into()))?;
@@ -132,8 +134,12 @@ pub async fn run(
     let cpu_before = CpuTimes::now();
     let msg = format!("{} s measured", duration.as_secs_f64());
     progress.stage(blocklab_spec::Stage::Measuring, &msg).await;
-    let live = tokio::spawn(report_live(
-        shared.clone(),
+    let completed = {
+        let shared = shared.clone();
+        move || shared.live.load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let live = tokio::spawn(report_live_from(
+        completed,
         progress.clone(),
         tl.window_start,
     ));

@@ -2,7 +2,7 @@
 //! operators, keywords (case-insensitive), `:variables`, function names, integers,
 //! doubles and the special 9223372036854775808 that only a unary minus may precede.
 
-use crate::expr_parse::ExprError;
+use super::error::ExprError;
 
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Tok {

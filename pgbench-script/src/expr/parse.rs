@@ -3,17 +3,11 @@
 //! grammar (lowest first): OR, AND, NOT, IS/ISNULL/NOTNULL, comparisons (non-associative),
 //! bit operators `| # & << >> ~`, `+ -`, `* / %`, unary `+ -`.
 
-use crate::expr::{Arity, Expr, FUNCTIONS, Func, Value};
-use crate::expr_lex::{Lexer, Tok};
+use super::ast::{Arity, Expr, FUNCTIONS, Func};
+use super::error::ExprError;
+use super::lex::{Lexer, Tok};
+use crate::value::Value;
 use crate::vars::Symbols;
-
-/// A parse error at a byte offset of the command line (pgbench's column, 0-based).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExprError {
-    pub msg: String,
-    pub more: Option<String>,
-    pub offset: usize,
-}
 
 const L_OR: u8 = 1;
 const L_AND: u8 = 2;
@@ -287,7 +281,3 @@ fn binary(op: &str) -> Func {
         _ => Func::Shr,
     }
 }
-
-#[cfg(test)]
-#[path = "expr_tests.rs"]
-mod tests;

@@ -1,9 +1,7 @@
 use super::*;
-use crate::expr::{EvalCtx, Value};
 use crate::prng::PgPrng;
-use crate::vars::{Variables, format_g15};
+use crate::vars::{Symbols, Variables, format_g15};
 
-#[path = "expr_cases.rs"]
 mod cases;
 
 fn show(v: Value) -> String {

@@ -8,7 +8,7 @@ use blocklab_worker::as3ap;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use super::{
+use super::common::{
     Failure, conn_info, control, done, failures_exit, metric, print_step, result_json, seed, setup,
     step_task, type_rows,
 };

@@ -3,10 +3,7 @@
 //! 0 success, 1 bad options or setup errors, 2 failed transactions or failed checks.
 //!
 //! This file holds what both share (the conninfo, the result's table and JSON); the
-//! commands are in `standalone_kinds/tpcc_cmd.rs` and `standalone_kinds/as3ap_cmd.rs`.
-
-mod as3ap_cmd;
-mod tpcc_cmd;
+//! commands are in `tpcc_cmd.rs` and `as3ap_cmd.rs` beside it.
 
 use std::process::ExitCode;
 
@@ -14,30 +11,27 @@ use blocklab_proto::{
     ConnInfo, RunLoadResult, TxnTypeStats, WorkloadKind, WorkloadStepResult, WorkloadStepTask,
 };
 use blocklab_worker::conn::Target;
-use blocklab_worker::stats::{deserialize_histogram, quantile_ms};
+use blocklab_worker::engine::stats::{deserialize_histogram, quantile_ms};
 use blocklab_worker::{LoadControl, WorkerError};
 use serde_json::json;
 use tokio_postgres::config::Host;
 
-pub use as3ap_cmd::{As3apCommand, as3ap_main};
-pub use tpcc_cmd::{TpccCommand, tpcc_main};
-
 /// An exit code and the message printed before exiting with it.
-type Failure = (u8, String);
+pub(super) type Failure = (u8, String);
 
-fn done(r: Result<ExitCode, Failure>) -> ExitCode {
+pub(super) fn done(r: Result<ExitCode, Failure>) -> ExitCode {
     r.unwrap_or_else(|(code, msg)| {
         eprintln!("blocklab-worker: error: {msg}");
         ExitCode::from(code)
     })
 }
 
-fn setup(e: WorkerError) -> Failure {
+pub(super) fn setup(e: WorkerError) -> Failure {
     (1, e.to_string())
 }
 
 /// The proto `ConnInfo` of a libpq-style string; TCP hosts only.
-fn conn_info(conninfo: &str) -> Result<ConnInfo, Failure> {
+pub(super) fn conn_info(conninfo: &str) -> Result<ConnInfo, Failure> {
     let target = Target::parse(conninfo).map_err(setup)?;
     let c = &target.config;
     let host = match (c.get_hostaddrs().first(), c.get_hosts().first()) {
@@ -82,7 +76,7 @@ fn conn_info(conninfo: &str) -> Result<ConnInfo, Failure> {
 }
 
 /// A load control whose `stop` the first Ctrl-C sets; a second one exits at once.
-fn control() -> LoadControl {
+pub(super) fn control() -> LoadControl {
     let ctl = LoadControl::default();
     let c = ctl.clone();
     tokio::spawn(async move {
@@ -97,12 +91,15 @@ fn control() -> LoadControl {
     ctl
 }
 
-fn seed(s: Option<&str>) -> Result<u64, Failure> {
-    let s = s.map(crate::parse_seed).transpose().map_err(|e| (1, e))?;
+pub(super) fn seed(s: Option<&str>) -> Result<u64, Failure> {
+    let s = s
+        .map(super::super::seed::parse_seed)
+        .transpose()
+        .map_err(|e| (1, e))?;
     Ok(s.flatten().unwrap_or(0))
 }
 
-fn step_task(
+pub(super) fn step_task(
     conn: &ConnInfo,
     kind: &WorkloadKind,
     step: &str,
@@ -118,7 +115,7 @@ fn step_task(
     }
 }
 
-fn print_step(name: &str, r: &WorkloadStepResult) {
+pub(super) fn print_step(name: &str, r: &WorkloadStepResult) {
     println!("{name}: {:.2} s", r.seconds);
     for n in &r.notes {
         println!("  {n}");
@@ -127,20 +124,20 @@ fn print_step(name: &str, r: &WorkloadStepResult) {
 
 /// One transaction type's line: the counts and its latencies from the histogram.
 #[derive(serde::Serialize)]
-struct TypeRow {
-    name: String,
-    count: u64,
-    mix_pct: f64,
-    rollbacks: u64,
-    failures: u64,
-    rows: u64,
-    avg_ms: f64,
-    p90_ms: f64,
-    p99_ms: f64,
-    max_ms: f64,
+pub(super) struct TypeRow {
+    pub(super) name: String,
+    pub(super) count: u64,
+    pub(super) mix_pct: f64,
+    pub(super) rollbacks: u64,
+    pub(super) failures: u64,
+    pub(super) rows: u64,
+    pub(super) avg_ms: f64,
+    pub(super) p90_ms: f64,
+    pub(super) p99_ms: f64,
+    pub(super) max_ms: f64,
 }
 
-fn type_rows(types: &[TxnTypeStats]) -> Result<Vec<TypeRow>, Failure> {
+pub(super) fn type_rows(types: &[TxnTypeStats]) -> Result<Vec<TypeRow>, Failure> {
     let total: u64 = types.iter().map(|t| t.count).sum();
     let mut out = Vec::with_capacity(types.len());
     for t in types {
@@ -176,7 +173,7 @@ fn type_rows(types: &[TxnTypeStats]) -> Result<Vec<TypeRow>, Failure> {
 }
 
 /// The result as JSON: the run's figures, its metrics by name, and the per-type rows.
-fn result_json(
+pub(super) fn result_json(
     r: &RunLoadResult,
     what: serde_json::Value,
     types: &[TypeRow],
@@ -212,14 +209,14 @@ fn result_json(
 }
 
 /// Exit code 2 when transactions failed.
-fn failures_exit(r: &RunLoadResult) -> Result<ExitCode, Failure> {
+pub(super) fn failures_exit(r: &RunLoadResult) -> Result<ExitCode, Failure> {
     if r.failures > 0 {
         return Err((2, format!("{} transactions failed", r.failures)));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn metric(r: &RunLoadResult, unit: &str) -> f64 {
+pub(super) fn metric(r: &RunLoadResult, unit: &str) -> f64 {
     r.metrics
         .iter()
         .find(|m| m.unit == unit)

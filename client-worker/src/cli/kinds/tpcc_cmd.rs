@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use futures::StreamExt;
 use serde_json::json;
 
-use super::{
+use super::common::{
     Failure, conn_info, control, done, failures_exit, metric, print_step, result_json, seed, setup,
     step_task, type_rows,
 };

@@ -3,8 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use blocklab_proto::BuildInfo;
-
 use crate::build::{Marker, last_used_path, read_marker};
 use crate::error::AgentError;
 use crate::fsutil::{disk_usage, rfc3339, try_lock_file};
@@ -18,27 +16,6 @@ pub struct CachedBuild {
     pub size_bytes: u64,
     /// Unix seconds of the last use (the completion time if never used since).
     pub last_used_unix: u64,
-}
-
-impl CachedBuild {
-    pub fn to_info(&self) -> BuildInfo {
-        let m = &self.marker;
-        BuildInfo {
-            build_key: m.key.clone(),
-            pg_version: m.pg_version.clone(),
-            block_size_kb: m.block_size_kb,
-            wal_block_size_kb: m.wal_block_size_kb,
-            segsize_gb: m.segsize_gb,
-            wal_segsize_mb: m.wal_segsize_mb,
-            configure_flags: m.configure_flags.clone(),
-            source_sha256: m.source_sha256.clone(),
-            compiler: m.compiler.clone(),
-            build_seconds: m.build_seconds,
-            size_bytes: self.size_bytes,
-            built_at: rfc3339(m.completed_at_unix),
-            last_used_at: rfc3339(self.last_used_unix),
-        }
-    }
 }
 
 /// The complete builds under `root`, most recently used first. Directories without a
@@ -167,14 +144,14 @@ mod tests {
         let got = list(root);
         let keys: Vec<&str> = got.iter().map(|b| b.marker.key.as_str()).collect();
         assert_eq!(keys, ["pg15.18-b16-w8-bbbb", "pg15.18-b8-w8-aaaa"]);
-        let info = got[0].to_info();
+        let b = &got[0];
         assert_eq!(
-            (info.build_key.as_str(), info.block_size_kb),
+            (b.marker.key.as_str(), b.marker.block_size_kb),
             ("pg15.18-b16-w8-bbbb", 8)
         );
-        assert!(info.size_bytes >= 64 * 1024, "{info:?}");
-        assert_eq!(info.last_used_at, "2023-11-14T22:18:20Z");
-        assert_eq!(info.built_at, "2023-11-14T22:13:20Z");
+        assert!(b.size_bytes >= 64 * 1024, "{b:?}");
+        assert_eq!(rfc3339(b.last_used_unix), "2023-11-14T22:18:20Z");
+        assert_eq!(rfc3339(b.marker.completed_at_unix), "2023-11-14T22:13:20Z");
     }
 
     #[test]

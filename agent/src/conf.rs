@@ -3,9 +3,14 @@
 use std::net::IpAddr;
 use std::path::Path;
 
-use blocklab_proto::Setting;
-
 use crate::error::AgentError;
+
+/// One `name = value` line a run asks for in postgresql.conf.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PgSetting {
+    pub name: String,
+    pub value: String,
+}
 
 /// The database role every run uses.
 pub const DB_USER: &str = "blocklab";
@@ -44,7 +49,7 @@ pub fn quote_setting_value(name: &str, value: &str) -> Result<String, AgentError
 
 /// The block appended to postgresql.conf: the task's settings, then ours (later lines win).
 pub fn render_settings(
-    settings: &[Setting],
+    settings: &[PgSetting],
     listen: &str,
     port: u16,
     socket_dir: &Path,
@@ -113,8 +118,8 @@ fn canonical(ip: IpAddr) -> IpAddr {
 mod tests {
     use super::*;
 
-    fn s(name: &str, value: &str) -> Setting {
-        Setting {
+    fn s(name: &str, value: &str) -> PgSetting {
+        PgSetting {
             name: name.into(),
             value: value.into(),
         }

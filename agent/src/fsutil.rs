@@ -1,8 +1,11 @@
 //! Small filesystem helpers: directories and installs the PostgreSQL user must reach.
 
 use std::fs::File;
+use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
 
 use crate::error::AgentError;
 
@@ -147,6 +150,51 @@ pub fn open_own_temp_ancestors(dir: &Path) -> Result<(), AgentError> {
     Ok(())
 }
 
+/// Streams the file through sha256.
+pub async fn sha256_file(path: &Path) -> Result<String, AgentError> {
+    let path = path.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let missing = |e: std::io::Error| AgentError::SourceMissing {
+            path: path.clone(),
+            reason: e.to_string(),
+        };
+        let mut f = File::open(&path).map_err(missing)?;
+        let mut h = Sha256::new();
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = f.read(&mut buf).map_err(missing)?;
+            if n == 0 {
+                break;
+            }
+            h.update(&buf[..n]);
+        }
+        Ok(hex::encode(h.finalize()))
+    })
+    .await
+    .map_err(|e| AgentError::Other(format!("hash task panicked: {e}")))?
+}
+
+/// `sync`, then 3 into /proc/sys/vm/drop_caches. Not permitted (not root, read-only
+/// /proc/sys in a container) is a warning and `false`, never a failure.
+pub async fn drop_os_cache() -> bool {
+    let res = tokio::task::spawn_blocking(|| {
+        nix::unistd::sync();
+        std::fs::write("/proc/sys/vm/drop_caches", b"3\n")
+    })
+    .await;
+    match res {
+        Ok(Ok(())) => true,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "could not drop the OS page cache (not permitted?)");
+            false
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "page cache drop panicked");
+            false
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,5 +215,20 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&f), 0o644);
         assert_eq!(mode(&dir.path().join("sub")), 0o755);
+    }
+
+    #[tokio::test]
+    async fn sha256_streams_file_and_names_missing_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.tar.gz");
+        std::fs::write(&p, b"abc").unwrap();
+        assert_eq!(
+            sha256_file(&p).await.unwrap(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let err = sha256_file(&dir.path().join("none.tar.gz"))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("none.tar.gz"), "{err}");
     }
 }

@@ -10,11 +10,11 @@ pub mod error;
 pub mod facts;
 pub mod fsutil;
 pub mod handler;
+pub mod maintenance;
 pub mod metrics;
 pub mod options;
 pub mod probe;
 pub mod process;
-pub mod source;
 pub mod stats;
 pub mod users;
 

@@ -11,19 +11,62 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use blocklab_proto::{ProbeRow, RunProbeTask};
 use nix::fcntl::{PosixFadviseAdvice, posix_fadvise};
 use nix::sys::resource::{UsageWho, getrusage};
 
 use crate::error::AgentError;
 
-pub const MODE_BUFFERED: &str = "read-buffered";
-pub const MODE_DIRECT: &str = "read-direct";
-pub const MODE_FSYNC: &str = "write-fdatasync";
+/// What a probe row measured.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProbeMode {
+    /// Sequential reads through the page cache.
+    #[default]
+    ReadBuffered,
+    /// Sequential reads with O_DIRECT.
+    ReadDirect,
+    /// write + fdatasync latency.
+    WriteFdatasync,
+}
+
+impl ProbeMode {
+    /// The mode's name in probe results (`read-direct`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProbeMode::ReadBuffered => "read-buffered",
+            ProbeMode::ReadDirect => "read-direct",
+            ProbeMode::WriteFdatasync => "write-fdatasync",
+        }
+    }
+}
 const ALIGN: usize = 4096;
 const MIB: u64 = 1 << 20;
 const DEFAULT_FILE_SIZE: u64 = 256 * MIB;
 const DEFAULT_FSYNC_WRITES: u32 = 200;
+
+/// A probe as a task asks for it (0 / empty = the default).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProbeRequest {
+    pub file_size_bytes: u64,
+    pub chunk_sizes: Vec<u32>,
+    pub buffered: bool,
+    pub direct: bool,
+    pub fsync_block_sizes: Vec<u32>,
+    pub fsync_writes: u32,
+}
+
+/// One measured pass: a read mode at a chunk size, or write+fdatasync at a block size.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProbeRow {
+    pub mode: ProbeMode,
+    pub chunk_bytes: u32,
+    pub mb_per_s: f64,
+    pub user_cpu_s: f64,
+    pub system_cpu_s: f64,
+    pub latency_avg_us: f64,
+    pub latency_p99_us: f64,
+    pub cache_dropped: bool,
+    pub bytes: u64,
+}
 
 /// Validated probe parameters.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,7 +89,7 @@ pub struct ProbeOutcome {
 
 /// Checks the task. Defaults: 256 MiB, chunks 4 KiB..8 MiB, both read modes (when neither
 /// is asked for and no fsync test is either), 200 fsync writes.
-pub fn params(t: &RunProbeTask) -> Result<ProbeParams, AgentError> {
+pub fn params(t: &ProbeRequest) -> Result<ProbeParams, AgentError> {
     let file_size = match t.file_size_bytes {
         0 => DEFAULT_FILE_SIZE,
         n if !(MIB..=64 << 30).contains(&n) => {
@@ -125,13 +168,16 @@ pub fn run(dir: &Path, p: &ProbeParams) -> Result<ProbeOutcome, AgentError> {
     }
     let mut direct_refused = false;
     for &chunk in &p.chunk_sizes {
-        for (mode, wanted) in [(MODE_BUFFERED, p.buffered), (MODE_DIRECT, p.direct)] {
+        for (mode, wanted) in [
+            (ProbeMode::ReadBuffered, p.buffered),
+            (ProbeMode::ReadDirect, p.direct),
+        ] {
             if !wanted {
                 continue;
             }
-            let direct = mode == MODE_DIRECT;
+            let direct = mode == ProbeMode::ReadDirect;
             let row = |bytes, secs: f64, cpu: (f64, f64), dropped| ProbeRow {
-                mode: mode.into(),
+                mode,
                 chunk_bytes: chunk,
                 mb_per_s: if secs > 0.0 {
                     bytes as f64 / 1e6 / secs
@@ -288,7 +334,7 @@ fn fsync_pass(path: &Path, bs: usize, writes: u32) -> std::io::Result<ProbeRow> 
         .map(|d| us(*d))
         .unwrap_or(0.0);
     Ok(ProbeRow {
-        mode: MODE_FSYNC.into(),
+        mode: ProbeMode::WriteFdatasync,
         chunk_bytes: bs as u32,
         mb_per_s: if secs > 0.0 {
             total as f64 / 1e6 / secs
@@ -310,30 +356,30 @@ mod tests {
 
     #[test]
     fn params_default_and_refuse() {
-        let p = params(&RunProbeTask::default()).unwrap();
+        let p = params(&ProbeRequest::default()).unwrap();
         assert_eq!(p.chunk_sizes.first(), Some(&4096));
         assert_eq!(p.chunk_sizes.last(), Some(&(8 << 20)));
         assert!(p.buffered && p.direct && p.fsync_block_sizes.is_empty());
-        let only_fsync = params(&RunProbeTask {
+        let only_fsync = params(&ProbeRequest {
             fsync_block_sizes: vec![8192],
             ..Default::default()
         })
         .unwrap();
         assert!(!only_fsync.buffered && !only_fsync.direct);
         for bad in [
-            RunProbeTask {
+            ProbeRequest {
                 chunk_sizes: vec![3000],
                 ..Default::default()
             },
-            RunProbeTask {
+            ProbeRequest {
                 chunk_sizes: vec![16 << 20],
                 ..Default::default()
             },
-            RunProbeTask {
+            ProbeRequest {
                 file_size_bytes: 1000,
                 ..Default::default()
             },
-            RunProbeTask {
+            ProbeRequest {
                 fsync_block_sizes: vec![100],
                 ..Default::default()
             },

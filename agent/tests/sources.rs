@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 
 use blocklab_agent::AgentHandler;
-use blocklab_agent::source::git_mirror_dir;
+use blocklab_agent::build::source::git_mirror_dir;
 use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{PrepareServerTask, SourceSpec};
 use common::*;

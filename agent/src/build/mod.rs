@@ -2,27 +2,26 @@
 //! `build_cache/<key>/.blocklab-complete` exists (written after `make install` succeeded).
 //! `build_cache/<key>.lock` serialises check-or-build across tasks and processes;
 //! `build_cache/<key>.inuse` is held shared by every user of the install (a running
-//! cluster), so the LRU clean-up ([`crate::cache`]) never removes a build in use;
+//! cluster), so the LRU clean-up (the `cache` module) never removes a build in use;
 //! `build_cache/<key>.last-used` records the last use.
 
 use std::fs::File;
-use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blocklab_daemon::fleet::ProgressSink;
-use blocklab_proto::BuildResult;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
 use crate::error::AgentError;
 use crate::fsutil::{create_dir_0755, lock_file, lock_file_shared, make_world_readable, unix_now};
 use crate::options::{BuildSpec, cache_key, major_version};
 use crate::process::Cmd;
-use crate::source::{SourceTree, prepare};
+use source::{SourceTree, prepare};
+
+pub mod source;
 
 pub const MARKER: &str = ".blocklab-complete";
 const CONFIGURE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
@@ -56,10 +55,24 @@ pub struct Marker {
     pub git_commit: String,
 }
 
+/// What a build (or the reuse of a cached one) gave.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BuildReport {
+    pub build_key: String,
+    pub source_sha256: String,
+    pub reused: bool,
+    pub build_seconds: f64,
+    pub pg_version: String,
+    pub install_dir: String,
+    pub compiler: String,
+    /// The commit of a git source (empty otherwise).
+    pub git_commit: String,
+}
+
 /// A usable install, held in use (see the module docs) while this value lives.
 #[derive(Clone, Debug)]
 pub struct Build {
-    pub result: BuildResult,
+    pub result: BuildReport,
     pub prefix: PathBuf,
     /// `--wal-segsize` for initdb (PostgreSQL 11+ with a WAL segment size requested).
     pub initdb_wal_segsize_mb: Option<u32>,
@@ -318,8 +331,8 @@ pub fn write_marker(prefix: &Path, m: &Marker) -> Result<(), AgentError> {
     std::fs::rename(&tmp, prefix.join(MARKER)).map_err(|e| AgentError::io("rename marker", e))
 }
 
-fn result_from(m: &Marker, prefix: &Path, reused: bool) -> BuildResult {
-    BuildResult {
+fn result_from(m: &Marker, prefix: &Path, reused: bool) -> BuildReport {
+    BuildReport {
         build_key: m.key.clone(),
         source_sha256: m.source_sha256.clone(),
         reused,
@@ -329,30 +342,6 @@ fn result_from(m: &Marker, prefix: &Path, reused: bool) -> BuildResult {
         compiler: m.compiler.clone(),
         git_commit: m.git_commit.clone(),
     }
-}
-
-/// Streams the file through sha256.
-pub async fn sha256_file(path: &Path) -> Result<String, AgentError> {
-    let path = path.to_path_buf();
-    tokio::task::spawn_blocking(move || {
-        let missing = |e: std::io::Error| AgentError::SourceMissing {
-            path: path.clone(),
-            reason: e.to_string(),
-        };
-        let mut f = File::open(&path).map_err(missing)?;
-        let mut h = Sha256::new();
-        let mut buf = vec![0u8; 1 << 16];
-        loop {
-            let n = f.read(&mut buf).map_err(missing)?;
-            if n == 0 {
-                break;
-            }
-            h.update(&buf[..n]);
-        }
-        Ok(hex::encode(h.finalize()))
-    })
-    .await
-    .map_err(|e| AgentError::Other(format!("hash task panicked: {e}")))?
 }
 
 /// First line of `gcc --version` (or `cc --version`); `unknown` if neither runs.
@@ -380,5 +369,4 @@ async fn pg_version(prefix: &Path) -> Result<String, AgentError> {
 }
 
 #[cfg(test)]
-#[path = "build_tests.rs"]
 mod tests;

@@ -12,9 +12,8 @@ use blocklab_daemon::fleet::ProgressSink;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::build::sha256_file;
 use crate::error::AgentError;
-use crate::fsutil::{create_dir_0755, lock_file};
+use crate::fsutil::{create_dir_0755, lock_file, sha256_file};
 use crate::options::{Source, check_tarball, version_hint};
 use crate::process::Cmd;
 

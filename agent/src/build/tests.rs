@@ -49,18 +49,3 @@ async fn build_lock_is_exclusive() {
     let got = tokio::time::timeout(Duration::from_secs(5), second).await;
     assert!(matches!(got, Ok(Ok(Ok(_)))), "second lock not acquired");
 }
-
-#[tokio::test]
-async fn sha256_streams_file_and_names_missing_path() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("a.tar.gz");
-    std::fs::write(&p, b"abc").unwrap();
-    assert_eq!(
-        sha256_file(&p).await.unwrap(),
-        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-    );
-    let err = sha256_file(&dir.path().join("none.tar.gz"))
-        .await
-        .unwrap_err();
-    assert!(err.to_string().contains("none.tar.gz"), "{err}");
-}

@@ -5,52 +5,39 @@ use std::collections::HashSet;
 use std::net::{IpAddr, TcpListener};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blocklab_proto::{ConnInfo, EffectiveSetting, Setting};
 use rand::Rng;
 
 use crate::build::Build;
-use crate::conf::{DB_USER, parse_client_addresses, render_pg_hba, render_settings};
+use crate::conf::{DB_USER, PgSetting, parse_client_addresses, render_pg_hba, render_settings};
 use crate::error::AgentError;
 use crate::process::{Cmd, RunAs, log_tail};
+
+mod stop;
+#[cfg(test)]
+mod tests;
+mod types;
+
 use crate::users::chown_to;
+pub use stop::{is_running, postmaster_pid, stop, stop_untracked};
+pub(crate) use types::pg_ctl;
+pub use types::{Cluster, ConnParams, ServerSetting};
 
 const INITDB_TIMEOUT: Duration = Duration::from_secs(120);
-const PG_CTL_TIMEOUT: Duration = Duration::from_secs(120);
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 pub const BENCH_DB: &str = "bench";
 /// File in every run directory the agent created.
 pub const RUN_MARKER: &str = ".blocklab-run";
 
-/// A cluster this agent started.
-#[derive(Clone, Debug)]
-pub struct Cluster {
-    pub run_id: String,
-    pub run_dir: PathBuf,
-    pub data_dir: PathBuf,
-    /// Where WAL lives when it is not `data_dir/pg_wal` (that is then a symlink to it).
-    pub wal_dir: Option<PathBuf>,
-    pub port: u16,
-    pub install: PathBuf,
-    pub run_as: RunAs,
-    pub listen: IpAddr,
-    pub password: String,
-    /// The postmaster's pid once started (0 before).
-    pub pid: i32,
-    /// Keeps the build marked in use while the cluster exists.
-    pub build_in_use: Option<Arc<std::fs::File>>,
-}
-
 /// What a start proved about the live server.
 #[derive(Clone, Debug)]
 pub struct Started {
-    pub conninfo: ConnInfo,
+    pub conninfo: ConnParams,
     pub server_version: String,
     pub block_size: u32,
     pub wal_block_size: u32,
-    pub effective_settings: Vec<EffectiveSetting>,
+    pub effective_settings: Vec<ServerSetting>,
     pub postmaster_start_time: String,
 }
 
@@ -61,7 +48,7 @@ pub struct ClusterPlan<'a> {
     pub listen: IpAddr,
     pub port: u16,
     pub run_as: &'a RunAs,
-    pub settings: &'a [Setting],
+    pub settings: &'a [PgSetting],
     pub allowed_clients: &'a [String],
     /// initdb `--waldir` (must not exist or be empty).
     pub wal_dir: Option<PathBuf>,
@@ -224,15 +211,6 @@ fn configure(c: &Cluster, plan: &ClusterPlan<'_>, clients: &[IpAddr]) -> Result<
         .map_err(|e| AgentError::io(format!("write {}", hba_path.display()), e))
 }
 
-pub(crate) fn pg_ctl(c: &Cluster) -> Cmd {
-    Cmd::new("pg_ctl", c.install.join("bin/pg_ctl"), PG_CTL_TIMEOUT)
-        .arg("-D")
-        .arg(&c.data_dir)
-        .cwd(&c.run_dir)
-        .env("HOME", &c.run_dir.to_string_lossy())
-        .run_as(Some(&c.run_as))
-}
-
 pub(crate) async fn start(c: &Cluster) -> Result<(), AgentError> {
     tracing::info!(run_id = %c.run_id, port = c.port, "starting postgres");
     pg_ctl(c)
@@ -298,7 +276,7 @@ async fn prove(c: &Cluster) -> Result<Started, AgentError> {
             r.try_get::<_, String>(i)
                 .map_err(|e| AgentError::postgres("read pg_settings", &e))
         };
-        effective_settings.push(EffectiveSetting {
+        effective_settings.push(ServerSetting {
             name: get(0)?,
             setting: get(1)?,
             unit: get(2)?,
@@ -311,9 +289,9 @@ async fn prove(c: &Cluster) -> Result<Started, AgentError> {
         .map_err(|e| AgentError::postgres("create database bench", &e))?;
     tracing::info!(run_id = %c.run_id, port = c.port, block_size, wal_block_size, "postgres ready");
     Ok(Started {
-        conninfo: ConnInfo {
+        conninfo: ConnParams {
             host: listen.to_string(),
-            port: u32::from(c.port),
+            port: c.port,
             user: DB_USER.into(),
             password: password.into(),
             dbname: BENCH_DB.into(),
@@ -349,15 +327,7 @@ pub async fn connect_ready(
     }
 }
 
-#[path = "cluster_stop.rs"]
-mod stop;
-pub use stop::{is_running, postmaster_pid, stop, stop_untracked};
-
 fn set_mode(path: &Path, mode: u32) -> Result<(), AgentError> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
         .map_err(|e| AgentError::io(format!("chmod {}", path.display()), e))
 }
-
-#[cfg(test)]
-#[path = "cluster_tests.rs"]
-mod tests;

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::{Cluster, pg_ctl};
+use super::types::{Cluster, pg_ctl};
 use crate::error::AgentError;
 use crate::process::log_tail;
 

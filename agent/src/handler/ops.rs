@@ -1,13 +1,13 @@
 //! The agent's tasks beyond the cluster life cycle: statistics snapshots (with crash
-//! detection), the I/O probe, listing and evicting builds, dropping the OS page cache.
+//! detection), the I/O probe, listing and evicting builds.
 
 use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{
     ListBuildsResult, RunProbeResult, RunProbeTask, SnapshotStatsResult, SnapshotStatsTask,
 };
 
-use super::AgentHandler;
-use crate::cluster::{self, Cluster};
+use super::convert;
+use super::state::AgentHandler;
 use crate::error::AgentError;
 use crate::probe;
 
@@ -20,16 +20,6 @@ pub struct ProbeReport {
 }
 
 impl AgentHandler {
-    /// The cluster a run's task names (the id checked first).
-    pub(crate) fn cluster_of(&self, run_id: &str) -> Result<Cluster, AgentError> {
-        cluster::validate_run_id(run_id)?;
-        self.lock()
-            .clusters
-            .get(run_id)
-            .cloned()
-            .ok_or_else(|| AgentError::UnknownRun(run_id.to_string()))
-    }
-
     /// Server statistics of the run's cluster (task `SnapshotStats`). A postmaster that is
     /// gone is an error naming its pid, with the server log's tail.
     pub async fn snapshot_stats(
@@ -48,13 +38,6 @@ impl AgentHandler {
         })
     }
 
-    /// The pid of the run's postmaster while it runs (for tests that inject a crash).
-    pub fn postmaster_pid(&self, run_id: &str) -> Option<i32> {
-        let st = self.lock();
-        let c = st.clusters.get(run_id)?;
-        cluster::is_running(c).then_some(c.pid)
-    }
-
     /// The I/O probe in the data or WAL root (task `RunProbe`), on a blocking thread.
     pub async fn run_probe(
         &self,
@@ -71,7 +54,7 @@ impl AgentHandler {
                 ));
             }
         };
-        let params = probe::params(task)?;
+        let params = probe::params(&convert::probe_request(task))?;
         check_space(&dir, params.file_size)?;
         if let Some(p) = progress {
             p.stage(
@@ -92,7 +75,7 @@ impl AgentHandler {
         let fs = fs_of(&dir);
         Ok(ProbeReport {
             result: RunProbeResult {
-                rows: outcome.rows,
+                rows: outcome.rows.into_iter().map(convert::probe_row).collect(),
                 device: fs.as_ref().map(|f| f.device.clone()).unwrap_or_default(),
                 filesystem: fs.map(|f| f.fs_type).unwrap_or_default(),
             },
@@ -107,7 +90,7 @@ impl AgentHandler {
             .await
             .unwrap_or_default();
         ListBuildsResult {
-            builds: builds.iter().map(|b| b.to_info()).collect(),
+            builds: builds.iter().map(convert::build_info).collect(),
         }
     }
 
@@ -155,25 +138,4 @@ fn check_space(dir: &std::path::Path, size: u64) -> Result<(), AgentError> {
         ));
     }
     Ok(())
-}
-
-/// `sync`, then 3 into /proc/sys/vm/drop_caches. Not permitted (not root, read-only
-/// /proc/sys in a container) is a warning and `false`, never a failure.
-pub async fn drop_os_cache() -> bool {
-    let res = tokio::task::spawn_blocking(|| {
-        nix::unistd::sync();
-        std::fs::write("/proc/sys/vm/drop_caches", b"3\n")
-    })
-    .await;
-    match res {
-        Ok(Ok(())) => true,
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "could not drop the OS page cache (not permitted?)");
-            false
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "page cache drop panicked");
-            false
-        }
-    }
 }

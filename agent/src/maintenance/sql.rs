@@ -8,6 +8,7 @@ use std::time::Duration;
 use futures::SinkExt;
 use tokio_postgres::{CancelToken, Client, NoTls};
 
+use super::plan::ROWS_PER_SCALE;
 use crate::cluster::{self, Cluster};
 use crate::error::AgentError;
 
@@ -91,7 +92,7 @@ pub async fn count(client: &Client, limit: Duration, table: &str) -> Result<u64,
 /// One COPY text line of the pgbench_accounts shape: aid, bid (100000 accounts per
 /// branch), abalance 0, empty filler (blank-padded by char(84)).
 fn account_line(out: &mut Vec<u8>, aid: u64) {
-    let bid = (aid - 1) / super::ROWS_PER_SCALE + 1;
+    let bid = (aid - 1) / ROWS_PER_SCALE + 1;
     // Writing into a Vec cannot fail.
     let _ = writeln!(out, "{aid}\t{bid}\t0\t");
 }

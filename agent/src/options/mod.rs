@@ -36,6 +36,28 @@ const RESERVED_FLAGS: &[&str] = &[
     "--config-cache",
 ];
 
+/// Build options as a task gives them, before validation (empty / 0 = not given).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BuildRequest {
+    pub source: Option<SourceRequest>,
+    pub block_size_kb: u32,
+    pub wal_block_size_kb: u32,
+    pub configure_flags: Vec<String>,
+    pub segsize_gb: u32,
+    pub wal_segsize_mb: u32,
+    pub cflags: Vec<String>,
+}
+
+/// A source as a task gives it: exactly one of `tarball`, `url`, `git_url` must be set.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceRequest {
+    pub tarball: String,
+    pub url: String,
+    pub sha256: String,
+    pub git_url: String,
+    pub git_ref: String,
+}
+
 /// Where the PostgreSQL source comes from, after validation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
@@ -66,9 +88,9 @@ pub struct BuildSpec {
 }
 
 impl BuildSpec {
-    /// Validates the wire options. Spawns nothing and touches no file.
-    pub fn from_proto(opts: &blocklab_proto::BuildOptions) -> Result<Self, AgentError> {
-        let source = Source::from_proto(opts.source.as_ref())?;
+    /// Validates the requested options. Spawns nothing and touches no file.
+    pub fn from_request(opts: &BuildRequest) -> Result<Self, AgentError> {
+        let source = Source::from_request(opts.source.as_ref())?;
         if !DATA_BLOCK_SIZES_KB.contains(&opts.block_size_kb) {
             return Err(AgentError::invalid(
                 "block_size_kb",
@@ -153,7 +175,7 @@ impl BuildSpec {
 }
 
 impl Source {
-    fn from_proto(s: Option<&blocklab_proto::SourceSpec>) -> Result<Self, AgentError> {
+    fn from_request(s: Option<&SourceRequest>) -> Result<Self, AgentError> {
         let s = s.ok_or_else(|| AgentError::invalid("source", "no source given"))?;
         let (tarball, url, git) = (s.tarball.trim(), s.url.trim(), s.git_url.trim());
         let given = [tarball, url, git].iter().filter(|v| !v.is_empty()).count();
@@ -403,5 +425,4 @@ pub fn version_hint(file_name: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "options_tests.rs"]
 mod tests;

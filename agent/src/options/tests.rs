@@ -1,9 +1,8 @@
 use super::*;
-use blocklab_proto::{BuildOptions, SourceSpec};
 
-fn opts(b: u32, w: u32, flags: &[&str]) -> BuildOptions {
-    BuildOptions {
-        source: Some(SourceSpec {
+fn opts(b: u32, w: u32, flags: &[&str]) -> BuildRequest {
+    BuildRequest {
+        source: Some(SourceRequest {
             tarball: "/src/postgresql-15.18.tar.bz2".into(),
             ..Default::default()
         }),
@@ -17,7 +16,7 @@ fn opts(b: u32, w: u32, flags: &[&str]) -> BuildOptions {
 #[test]
 fn cache_key_is_stable_and_changes_with_each_input() {
     let cache_key = |s: &BuildSpec, src: &str, cc: &str| cache_key(s, src, cc, "15.18", true);
-    let base = BuildSpec::from_proto(&opts(8, 8, &["--without-icu"])).unwrap();
+    let base = BuildSpec::from_request(&opts(8, 8, &["--without-icu"])).unwrap();
     let k = cache_key(&base, "aa", "gcc 12");
     assert_eq!(k, cache_key(&base.clone(), "aa", "gcc 12"));
     // Keys made before segsize/cflags existed stay valid (this is a real cached key).
@@ -31,10 +30,10 @@ fn cache_key_is_stable_and_changes_with_each_input() {
         ),
         "pg15.18-b8-w8-fa4cffb7dfbb71db"
     );
-    let with = |f: &dyn Fn(&mut BuildOptions)| {
+    let with = |f: &dyn Fn(&mut BuildRequest)| {
         let mut o = opts(8, 8, &["--without-icu"]);
         f(&mut o);
-        BuildSpec::from_proto(&o).unwrap()
+        BuildSpec::from_request(&o).unwrap()
     };
     let seg = with(&|o| o.segsize_gb = 2);
     assert!(cache_key(&seg, "aa", "gcc 12").starts_with("pg15.18-b8-w8-s2-"));
@@ -48,27 +47,27 @@ fn cache_key_is_stable_and_changes_with_each_input() {
         cache_key(&base, "ab", "gcc 12"),
         cache_key(&base, "aa", "gcc 13"),
         cache_key(
-            &BuildSpec::from_proto(&opts(16, 8, &["--without-icu"])).unwrap(),
+            &BuildSpec::from_request(&opts(16, 8, &["--without-icu"])).unwrap(),
             "aa",
             "gcc 12",
         ),
         cache_key(
-            &BuildSpec::from_proto(&opts(8, 16, &["--without-icu"])).unwrap(),
+            &BuildSpec::from_request(&opts(8, 16, &["--without-icu"])).unwrap(),
             "aa",
             "gcc 12",
         ),
         cache_key(
-            &BuildSpec::from_proto(&opts(8, 8, &[])).unwrap(),
+            &BuildSpec::from_request(&opts(8, 8, &[])).unwrap(),
             "aa",
             "gcc 12",
         ),
         cache_key(
-            &BuildSpec::from_proto(&opts(8, 8, &["--without-icu", "--enable-debug"])).unwrap(),
+            &BuildSpec::from_request(&opts(8, 8, &["--without-icu", "--enable-debug"])).unwrap(),
             "aa",
             "gcc 12",
         ),
         cache_key(
-            &BuildSpec::from_proto(&opts(8, 8, &["--enable-debug", "--without-icu"])).unwrap(),
+            &BuildSpec::from_request(&opts(8, 8, &["--enable-debug", "--without-icu"])).unwrap(),
             "aa",
             "gcc 12",
         ),
@@ -124,37 +123,37 @@ fn bad_configure_flags_are_refused_naming_the_flag() {
 
 #[test]
 fn block_sizes_are_validated() {
-    assert!(BuildSpec::from_proto(&opts(3, 8, &[])).is_err());
-    assert!(BuildSpec::from_proto(&opts(64, 8, &[])).is_err());
-    assert!(BuildSpec::from_proto(&opts(8, 128, &[])).is_err());
-    assert!(BuildSpec::from_proto(&opts(8, 0, &[])).is_err());
-    assert!(BuildSpec::from_proto(&opts(32, 64, &[])).is_ok());
-    assert!(BuildSpec::from_proto(&opts(1, 1, &[])).is_ok());
-    let err = BuildSpec::from_proto(&opts(8, 8, &["--prefix=/x"])).unwrap_err();
+    assert!(BuildSpec::from_request(&opts(3, 8, &[])).is_err());
+    assert!(BuildSpec::from_request(&opts(64, 8, &[])).is_err());
+    assert!(BuildSpec::from_request(&opts(8, 128, &[])).is_err());
+    assert!(BuildSpec::from_request(&opts(8, 0, &[])).is_err());
+    assert!(BuildSpec::from_request(&opts(32, 64, &[])).is_ok());
+    assert!(BuildSpec::from_request(&opts(1, 1, &[])).is_ok());
+    let err = BuildSpec::from_request(&opts(8, 8, &["--prefix=/x"])).unwrap_err();
     assert!(err.to_string().contains("--prefix=/x"), "{err}");
 }
 
 #[test]
 fn sources_are_validated() {
-    let src = |s: SourceSpec| {
+    let src = |s: SourceRequest| {
         let mut o = opts(8, 8, &[]);
         o.source = Some(s);
-        BuildSpec::from_proto(&o).map(|b| b.source)
+        BuildSpec::from_request(&o).map(|b| b.source)
     };
     let sha = "AB".repeat(32);
-    let url = src(SourceSpec {
+    let url = src(SourceRequest {
         url: "https://ftp.postgresql.org/pub/source/v15.18/postgresql-15.18.tar.bz2".into(),
         sha256: sha.clone(),
         ..Default::default()
     })
     .unwrap();
     assert!(matches!(url, Source::Url { ref sha256, .. } if *sha256 == "ab".repeat(32)));
-    let no_sha = src(SourceSpec {
+    let no_sha = src(SourceRequest {
         url: "https://x/postgresql-15.tar.bz2".into(),
         ..Default::default()
     });
     assert!(no_sha.unwrap_err().to_string().contains("sha256"));
-    let git = src(SourceSpec {
+    let git = src(SourceRequest {
         git_url: "file:///srv/pg".into(),
         ..Default::default()
     })
@@ -167,9 +166,9 @@ fn sources_are_validated() {
         }
     );
     for (bad, needle) in [
-        (SourceSpec::default(), "exactly one"),
+        (SourceRequest::default(), "exactly one"),
         (
-            SourceSpec {
+            SourceRequest {
                 tarball: "/a/postgresql.tar.bz2".into(),
                 url: "https://x/y.tar.gz".into(),
                 ..Default::default()
@@ -177,14 +176,14 @@ fn sources_are_validated() {
             "exactly one",
         ),
         (
-            SourceSpec {
+            SourceRequest {
                 tarball: "rel/postgresql.tar.bz2".into(),
                 ..Default::default()
             },
             "absolute",
         ),
         (
-            SourceSpec {
+            SourceRequest {
                 url: "ftp://x/y.tar.gz".into(),
                 sha256: sha.clone(),
                 ..Default::default()
@@ -192,14 +191,14 @@ fn sources_are_validated() {
             "source.url",
         ),
         (
-            SourceSpec {
+            SourceRequest {
                 git_url: "-uhttps://x".into(),
                 ..Default::default()
             },
             "source.git_url",
         ),
         (
-            SourceSpec {
+            SourceRequest {
                 git_url: "https://x/pg.git".into(),
                 git_ref: "--upload-pack=x".into(),
                 ..Default::default()
@@ -207,7 +206,7 @@ fn sources_are_validated() {
             "source.git_ref",
         ),
         (
-            SourceSpec {
+            SourceRequest {
                 tarball: "/a/postgresql.tar.bz2".into(),
                 sha256: "xyz".into(),
                 ..Default::default()
@@ -224,16 +223,16 @@ fn sources_are_validated() {
 fn segsize_wal_segsize_and_cflags_are_validated() {
     let mut o = opts(8, 8, &[]);
     o.segsize_gb = 3;
-    assert!(BuildSpec::from_proto(&o).is_err());
+    assert!(BuildSpec::from_request(&o).is_err());
     o.segsize_gb = 2;
-    assert!(BuildSpec::from_proto(&o).is_ok());
+    assert!(BuildSpec::from_request(&o).is_ok());
     o.configure_flags = vec!["--with-segsize=4".into()];
-    assert!(BuildSpec::from_proto(&o).is_err());
+    assert!(BuildSpec::from_request(&o).is_err());
     let mut o = opts(8, 8, &[]);
     o.wal_segsize_mb = 48;
-    assert!(BuildSpec::from_proto(&o).is_err());
+    assert!(BuildSpec::from_request(&o).is_err());
     o.wal_segsize_mb = 64;
-    assert!(BuildSpec::from_proto(&o).is_ok());
+    assert!(BuildSpec::from_request(&o).is_ok());
     for ok in [
         vec!["-O2", "-g"],
         vec!["-march=native", "-DFOO=1", "-fno-omit-frame-pointer"],

@@ -1,0 +1,123 @@
+//! Validation of the raw spec into a [`Spec`]: every error names its field.
+//!
+//! [`field`] holds the checks every part shares; [`order`], [`source`], [`matrix`],
+//! [`settings`] and [`workload`] validate one part of the spec each.
+
+mod field;
+mod matrix;
+mod order;
+mod settings;
+mod source;
+mod workload;
+
+pub(super) use field::toml_error;
+pub(super) use order::shuffle;
+pub use source::validate_configure_flag;
+
+use crate::raw::{RawPlacement, RawSpec};
+use crate::{Layout, MAX_SPEC_BYTES, Spec, SpecError};
+
+pub(super) fn parse(text: &str) -> Result<Spec, SpecError> {
+    if text.len() > MAX_SPEC_BYTES {
+        return Err(SpecError::new(
+            "spec",
+            format!(
+                "{} bytes is larger than the limit of {MAX_SPEC_BYTES}",
+                text.len()
+            ),
+        ));
+    }
+    let raw: RawSpec = toml::from_str(text).map_err(|e| toml_error(text, e))?;
+    validate(raw)
+}
+
+/// Every part in the order a reader meets it, so the first error reported is the first
+/// one in the spec.
+fn validate(raw: RawSpec) -> Result<Spec, SpecError> {
+    check_header(&raw)?;
+    let order = order::run_order(raw.order.as_deref(), raw.seed)?;
+    let memory_policy = settings::memory_policy(raw.memory_policy.as_deref())?;
+    let sources = source::validate_sources(raw.source, raw.sources)?;
+    let axes = matrix::axes(&raw.matrix)?;
+    let baseline = matrix::baseline(raw.baseline.as_ref(), &raw.matrix)?;
+    let baseline_source = matrix::baseline_source(raw.baseline.as_ref(), &sources)?;
+    let settings = settings::validate_settings("settings", &raw.settings, memory_policy)?;
+    let settings_variants = settings::settings_variants(&raw.settings_variants, memory_policy)?;
+    let workload = workload::validate_workload("workload", &raw.workload)?;
+    let workload_variants =
+        workload::workload_variants(&raw.workload, &raw.workload_variants, &workload)?;
+    let client_workers = check_placement(&raw.placement, &raw.matrix.clients)?;
+    let variants = sources.len() * settings_variants.len() * workload_variants.len();
+    matrix::check_run_count(&raw.matrix, &axes, variants, raw.repetitions)?;
+    Ok(Spec {
+        name: raw.name,
+        repetitions: raw.repetitions,
+        order,
+        baseline,
+        baseline_source,
+        memory_policy,
+        sources,
+        vary: axes.vary,
+        block_sizes_kb: raw.matrix.block_size_kb,
+        wal_block_sizes_kb: raw.matrix.wal_block_size_kb,
+        segsizes_gb: axes.segsizes_gb,
+        wal_segsizes_mb: axes.wal_segsizes_mb,
+        clients: raw.matrix.clients,
+        scales: raw.matrix.scale,
+        settings,
+        settings_variants,
+        workload,
+        workload_variants,
+        layout: Layout {
+            separate_wal: raw.layout.separate_wal,
+            drop_os_cache: raw.layout.drop_os_cache,
+            checkpoint_before: raw.layout.checkpoint_before.unwrap_or(true),
+        },
+        db_host_labels: raw.placement.db_host_labels,
+        client_workers,
+    })
+}
+
+/// `kind` (a benchmark), `name` and `repetitions`.
+fn check_header(raw: &RawSpec) -> Result<(), SpecError> {
+    if let Some(k) = raw.kind.as_deref().filter(|k| *k != "benchmark") {
+        return Err(SpecError::new(
+            "kind",
+            format!("{k:?} here needs the probe spec layout; a benchmark has kind = \"benchmark\""),
+        ));
+    }
+    if raw.name.trim().is_empty() || raw.name.len() > 200 {
+        return Err(SpecError::new("name", "must be 1 to 200 characters"));
+    }
+    if !(1..=1000).contains(&raw.repetitions) {
+        return Err(SpecError::new("repetitions", "must be between 1 and 1000"));
+    }
+    Ok(())
+}
+
+/// `[placement]`: the number of client workers (every cell's clients split across them)
+/// and the database host labels.
+fn check_placement(p: &RawPlacement, clients: &[u32]) -> Result<u32, SpecError> {
+    let client_workers = p.client_workers.unwrap_or(1);
+    if !(1..=64).contains(&client_workers) {
+        return Err(SpecError::new(
+            "placement.client_workers",
+            "must be between 1 and 64",
+        ));
+    }
+    if let Some(c) = clients.iter().find(|&&c| c < client_workers) {
+        return Err(SpecError::new(
+            "matrix.clients",
+            format!("{c} clients cannot be split across {client_workers} client workers"),
+        ));
+    }
+    for (i, l) in p.db_host_labels.iter().enumerate() {
+        if l.is_empty() || l.len() > 64 {
+            return Err(SpecError::new(
+                format!("placement.db_host_labels[{i}]"),
+                "labels are 1 to 64 characters",
+            ));
+        }
+    }
+    Ok(client_workers)
+}

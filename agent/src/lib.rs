@@ -24,7 +24,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use blocklab_daemon::fleet::{SessionConfig, run_session};
-use blocklab_proto::Hello;
 
 pub use error::AgentError;
 pub use handler::{AgentHandler, TaskFailure};
@@ -126,14 +125,7 @@ pub async fn serve(
 ) -> Result<(), AgentError> {
     let handler = Arc::new(AgentHandler::new(config.clone())?);
     handler.cleanup_stale().await;
-    let hello = Hello {
-        host_id: config.host_id.clone(),
-        role: blocklab_proto::Role::Agent as i32,
-        labels: config.labels.clone(),
-        version: env!("CARGO_PKG_VERSION").to_string(),
-        address: config.advertise_addr.clone(),
-        facts_json: handler.facts_json().await,
-    };
+    let hello = handler.hello().await;
     tracing::info!(
         host_id = %config.host_id,
         coordinator = %config.coordinator,

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{
-    BuildOptions, BuildResult, PrepareServerResult, PrepareServerTask, StopServerResult,
+    BuildOptions, BuildResult, Hello, PrepareServerResult, PrepareServerTask, Role,
+    StopServerResult,
 };
 use blocklab_spec::Stage;
 
@@ -18,6 +19,20 @@ use crate::error::AgentError;
 use crate::users::check_traversable;
 
 impl AgentHandler {
+    /// What the agent tells the coordinator when it attaches: its id, role, labels,
+    /// version, address and host facts.
+    pub async fn hello(&self) -> Hello {
+        let c = &self.config;
+        Hello {
+            host_id: c.host_id.clone(),
+            role: Role::Agent as i32,
+            labels: c.labels.clone(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            address: c.advertise_addr.clone(),
+            facts_json: self.facts_json().await,
+        }
+    }
+
     /// Host facts as a JSON object string.
     pub async fn facts_json(&self) -> String {
         let compiler = self.cache.compiler().await;

@@ -1,6 +1,6 @@
 //! The agent's task handler (Fleet tasks): builds, prepares and stops clusters, remembers
 //! which clusters are running, and runs statistics, probe and maintenance tasks on them.
-//! This is the only part of the agent that speaks the wire types: [`convert`] turns tasks
+//! This is the only part of the agent that speaks the wire types: `convert` turns tasks
 //! into the domain modules' inputs and their results back into wire results.
 
 use blocklab_daemon::fleet::{ProgressSink, TaskHandler, task_error};

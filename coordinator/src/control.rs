@@ -13,7 +13,7 @@ use crate::catalog::{JobRecord, RunRecord};
 use crate::error::status;
 use crate::results;
 use crate::scheduler::Scheduler;
-use blocklab_spec::JobSpec;
+use blocklab_spec::JobPlan;
 
 /// `{:?}` of a caller's value, cut to 64 characters.
 fn shown(value: &str) -> String {
@@ -29,19 +29,7 @@ pub struct ControlService {
 }
 
 fn summary(j: &JobRecord) -> JobSummary {
-    JobSummary {
-        job_id: j.job_id.clone(),
-        name: j.name.clone(),
-        state: j.state.clone(),
-        created_at: j.created_at.clone(),
-        runs_total: j.runs_total,
-        runs_done: j.runs_done,
-        runs_failed: j.runs_failed,
-        db_host_id: j.db_host_id.clone().unwrap_or_default(),
-        error: j.error.clone().unwrap_or_default(),
-        kind: blocklab_spec::spec_kind(&j.spec_toml).unwrap_or_default(),
-        workload: blocklab_spec::workload_of(&j.spec_toml),
-    }
+    JobSummary::from(j)
 }
 
 fn run_info(r: &RunRecord) -> RunInfo {
@@ -51,8 +39,8 @@ fn run_info(r: &RunRecord) -> RunInfo {
         repetition: r.repetition,
         sequence: r.sequence,
         attempt: r.attempt,
-        state: r.state.clone(),
-        stage: r.stage.clone(),
+        state: r.state.to_string(),
+        stage: r.stage.to_string(),
         error: r.error.clone().unwrap_or_default(),
         cell_label: r.cell_label.clone(),
         block_size: r.block_size,
@@ -83,21 +71,10 @@ impl Control for ControlService {
     ) -> Result<Response<SubmitJobResponse>, Status> {
         let text = request.into_inner().spec_toml;
         let catalog = &self.scheduler.catalog;
-        let (job_id, cells, runs) = match JobSpec::parse(&text).map_err(|e| status(&e))? {
-            JobSpec::Benchmark(spec) => {
-                let plan = spec.plan();
-                let id = catalog.insert_job(&text, &spec, &plan).await?;
-                (id, plan.cells.len(), plan.runs.len())
-            }
-            JobSpec::Probe(p) => {
-                let id = catalog.insert_probe_job(&text, &p).await?;
-                (
-                    id,
-                    p.targets.len(),
-                    p.targets.len() * p.repetitions as usize,
-                )
-            }
-        };
+        // The one parse of this submission: from here on the coordinator reads the stored plan.
+        let job = JobPlan::parse(&text, None).map_err(|e| status(&e))?;
+        let job_id = catalog.insert_job(&text, &job).await?;
+        let (cells, runs) = job.size();
         tracing::info!(job_id = %job_id, cells, runs, "job submitted");
         self.scheduler.start_job(job_id.clone());
         Ok(Response::new(SubmitJobResponse {
@@ -410,7 +387,8 @@ impl Control for ControlService {
                 shown(&req.job_b)
             ))
         })?;
-        let r = results::compare_jobs(&self.scheduler.catalog, &req.job_a, &req.job_b, &req.metric).await?;
+        let r = results::compare_jobs(&self.scheduler.catalog, &req.job_a, &req.job_b, &req.metric)
+            .await?;
         Ok(Response::new(r))
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use blocklab_proto::v1::{RunProbeTask, task, task_result::Outcome};
 
 use crate::scheduler::{HOST_WAIT, Scheduler, SchedulerError};
-use blocklab_spec::ProbeSpec;
+use blocklab_spec::{JobState, ProbeSpec, RunState, Stage};
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2 * 60 * 60);
 
@@ -23,18 +23,20 @@ impl Scheduler {
                 p.db_host_labels
             );
             self.catalog
-                .fail_queued_runs(job_id, "queued", &reason, None)
+                .fail_queued_runs(job_id, Stage::Queued, &reason, None)
                 .await?;
             self.catalog
-                .set_job_state(job_id, "failed", Some(&reason))
+                .set_job_state(job_id, JobState::Failed, Some(&reason))
                 .await?;
             return Ok(());
         };
         self.catalog.pin_job_host(job_id, &agent.host_id).await?;
-        self.catalog.set_job_state(job_id, "running", None).await?;
+        self.catalog
+            .set_job_state(job_id, JobState::Running, None)
+            .await?;
         self.changed(job_id);
         for run in self.catalog.runs(job_id).await? {
-            if run.state != "queued" {
+            if run.state != RunState::Queued {
                 continue;
             }
             let Some(target) = p.targets.get(run.cell_index as usize) else {
@@ -48,7 +50,7 @@ impl Scheduler {
                 .await?;
             let _ = self
                 .catalog
-                .set_stage(&run.run_id, attempt, "measuring")
+                .set_stage(&run.run_id, attempt, Stage::Measuring)
                 .await;
             self.changed(job_id);
             let task = RunProbeTask {

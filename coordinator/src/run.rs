@@ -2,6 +2,7 @@
 //! load on the run's workers (all connected, then started together on the coordinator's go),
 //! merge their results, flag what makes the measurement suspect, and write it all at once.
 
+use blocklab_spec::Stage;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +12,7 @@ use blocklab_proto::v1::{
     StopServerTask, coordinator_message, task, task_result::Outcome,
 };
 
-use crate::catalog::{RunChoices, RunRecord, ServerRecord};
+use crate::catalog::{CatalogError, RunChoices, RunRecord, ServerRecord};
 use crate::fleet::{CallError, HostSession};
 use crate::scheduler::{Scheduler, SchedulerError, build_options};
 use blocklab_spec::{Cell, Spec};
@@ -53,6 +54,14 @@ pub(crate) fn fail(stage: &str, reason: impl Into<String>, tail: impl Into<Strin
     }
 }
 
+/// A run step that could not be persisted fails the run: nothing is acted on unrecorded.
+pub(crate) fn unrecorded(stage: Stage) -> impl FnOnce(CatalogError) -> Failure {
+    move |e| {
+        tracing::error!(stage = %stage, error = %e, "cannot record a run step");
+        fail(stage.as_str(), format!("catalog: {e}"), "")
+    }
+}
+
 pub(crate) fn unexpected(stage: &str, outcome: Result<Outcome, CallError>) -> Failure {
     match outcome {
         Ok(Outcome::Error(e)) => fail(
@@ -80,7 +89,7 @@ impl Scheduler {
         let Some(agent) = self.wait_for(|| self.registry.get(db_host)).await else {
             let reason = format!("database host {db_host} is down");
             self.catalog
-                .fail_queued_runs(job_id, "starting", &reason, Some(&[cell.index]))
+                .fail_queued_runs(job_id, Stage::Starting, &reason, Some(&[cell.index]))
                 .await?;
             return Ok(());
         };
@@ -94,7 +103,7 @@ impl Scheduler {
         let Some(workers) = self.wait_for(|| self.free_workers(wanted)).await else {
             let reason = format!("fewer than {wanted} client workers attached and free");
             self.catalog
-                .fail_queued_runs(job_id, "starting", &reason, Some(&[cell.index]))
+                .fail_queued_runs(job_id, Stage::Starting, &reason, Some(&[cell.index]))
                 .await?;
             return Ok(());
         };

@@ -2,6 +2,7 @@
 //! load, terminals, consistency checks), the AS3AP-like suite (single-user queries, then the
 //! multi-user mixes) and the maintenance timings (done by the agent on its own server).
 
+use blocklab_spec::Stage;
 use std::time::{Duration, Instant};
 
 use blocklab_proto::v1::{
@@ -217,7 +218,7 @@ impl Scheduler {
         if check {
             let _ = self
                 .catalog
-                .set_stage(ctx.run_id, ctx.attempt, "checking")
+                .set_stage(ctx.run_id, ctx.attempt, Stage::Checking)
                 .await;
             let checked = self.steps(ctx, 1, &kind, &conninfo, "check").await?;
             let passed = checked.first().map_or(0, |c| c.notes.len());
@@ -253,7 +254,7 @@ impl Scheduler {
         if single_user {
             let _ = self
                 .catalog
-                .set_stage(ctx.run_id, ctx.attempt, "single-user")
+                .set_stage(ctx.run_id, ctx.attempt, Stage::SingleUser)
                 .await;
             self.changed(ctx.job_id);
             for s in self.steps(ctx, 1, &kind, &conninfo, "single-user").await? {
@@ -301,7 +302,7 @@ impl Scheduler {
     ) -> Result<RunOutcome, Failure> {
         let _ = self
             .catalog
-            .set_stage(ctx.run_id, ctx.attempt, "maintenance")
+            .set_stage(ctx.run_id, ctx.attempt, Stage::Maintenance)
             .await;
         self.changed(ctx.job_id);
         let before = self

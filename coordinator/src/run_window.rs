@@ -3,6 +3,7 @@
 //! says go, the workers measure, the agent snapshots again, and the workers' results are
 //! merged and checked for what makes them suspect.
 
+use blocklab_spec::Stage;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use futures::future::join_all;
 
 use crate::catalog::RunChoices;
 use crate::fleet::HostSession;
-use crate::run::{Failure, RunCtx, fail, unexpected};
+use crate::run::{Failure, RunCtx, fail, unexpected, unrecorded};
 use crate::scheduler::Scheduler;
 
 /// Client CPU above this share of the workers' threads marks a run suspect.
@@ -81,11 +82,14 @@ impl Scheduler {
             }
             let workload = spec.cell_workload(cell);
             let stage = if workload.warmup.is_zero() {
-                "measuring"
+                Stage::Measuring
             } else {
-                "warming-up"
+                Stage::WarmingUp
             };
-            let _ = self.catalog.set_stage(run_id, attempt, stage).await;
+            self.catalog
+                .set_stage(run_id, attempt, stage)
+                .await
+                .map_err(unrecorded(stage))?;
             self.changed(job_id);
             Ok::<_, Failure>(before)
         };
@@ -103,12 +107,15 @@ impl Scheduler {
             checkpoint_before: Some(before.checkpoint_done),
             ..RunChoices::default()
         };
-        let _ = self
-            .catalog
+        self.catalog
             .record_run_choices(run_id, attempt, &checkpoint)
-            .await;
+            .await
+            .map_err(unrecorded(Stage::Measuring))?;
         check_no_restart(&before, &after)?;
-        let _ = self.catalog.set_stage(run_id, attempt, "collecting").await;
+        self.catalog
+            .set_stage(run_id, attempt, Stage::Collecting)
+            .await
+            .map_err(unrecorded(Stage::Collecting))?;
         let merged =
             crate::merge::merge(&parts).map_err(|e| fail("collecting", e.to_string(), ""))?;
         let stats = deltas(&before, &after);

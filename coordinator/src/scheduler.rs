@@ -10,7 +10,7 @@ use tokio::sync::{broadcast, watch};
 
 use crate::catalog::{BuildRecord, Catalog, CatalogError};
 use crate::fleet::{HostSession, Progress, ProgressEvent, Registry};
-use blocklab_spec::{BuildPoint, JobSpec, Spec, SpecError, Stage};
+use blocklab_spec::{BuildPoint, JobPlan, JobState, RunState, Spec, SpecError, Stage};
 
 const BUILD_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 /// Attempts a run gets when hosts vanish under it (then it fails).
@@ -109,7 +109,7 @@ impl Scheduler {
                 tracing::error!(job_id = %job_id, error = %e, "job driver failed");
                 let _ = this
                     .catalog
-                    .set_job_state(&job_id, "failed", Some(&e.to_string()))
+                    .set_job_state(&job_id, JobState::Failed, Some(&e.to_string()))
                     .await;
             }
             this.changed(&job_id);
@@ -138,11 +138,7 @@ impl Scheduler {
                         attempt,
                         ..
                     }) if !run_id.is_empty() && stage != Stage::Ready => {
-                        match this
-                            .catalog
-                            .set_stage(&run_id, attempt, stage.as_str())
-                            .await
-                        {
+                        match this.catalog.set_stage(&run_id, attempt, stage).await {
                             Ok(true) => {
                                 let _ = this.events.send(String::new());
                             }
@@ -161,9 +157,9 @@ impl Scheduler {
 
     async fn drive(&self, job_id: &str) -> Result<(), SchedulerError> {
         let job = self.catalog.job(job_id).await?;
-        let spec = match JobSpec::parse_with_seed(&job.spec_toml, job.seed)? {
-            JobSpec::Benchmark(spec) => spec,
-            JobSpec::Probe(probe) => {
+        let (spec, plan) = match self.catalog.job_plan(job_id).await? {
+            JobPlan::Benchmark { spec, plan } => (spec, plan),
+            JobPlan::Probe(probe) => {
                 return self
                     .drive_probe(job_id, &probe, job.db_host_id.as_deref())
                     .await;
@@ -179,24 +175,27 @@ impl Scheduler {
                 spec.db_host_labels
             );
             self.catalog
-                .fail_queued_runs(job_id, "queued", &reason, None)
+                .fail_queued_runs(job_id, Stage::Queued, &reason, None)
                 .await?;
             self.catalog
-                .set_job_state(job_id, "failed", Some(&reason))
+                .set_job_state(job_id, JobState::Failed, Some(&reason))
                 .await?;
             return Ok(());
         };
         let db_host = agent.host_id.clone();
         self.catalog.pin_job_host(job_id, &db_host).await?;
-        self.catalog.set_job_state(job_id, "building", None).await?;
+        self.catalog
+            .set_job_state(job_id, JobState::Building, None)
+            .await?;
         self.changed(job_id);
         let busy = agent.busy.clone();
         let guard = busy.lock().await;
         self.make_builds(job_id, &spec, &agent).await?;
         drop(guard);
-        self.catalog.set_job_state(job_id, "running", None).await?;
+        self.catalog
+            .set_job_state(job_id, JobState::Running, None)
+            .await?;
         self.changed(job_id);
-        let plan = spec.plan();
         let cancelled = self.cancelled(job_id);
         loop {
             let queued: Vec<_> = self
@@ -204,7 +203,7 @@ impl Scheduler {
                 .runs(job_id)
                 .await?
                 .into_iter()
-                .filter(|r| r.state == "queued")
+                .filter(|r| r.state == RunState::Queued)
                 .collect();
             if queued.is_empty() {
                 // Lost runs are retried on the same host, up to a bound.
@@ -234,15 +233,15 @@ impl Scheduler {
     /// Marks a job done when every run finished, failed otherwise.
     pub(crate) async fn finish_job(&self, job_id: &str) -> Result<(), SchedulerError> {
         let job = self.catalog.job(job_id).await?;
-        if job.state == "cancelled" {
+        if job.state == JobState::Cancelled {
             tracing::info!(job_id, "job cancelled");
             return Ok(());
         }
         let (state, error) = if job.runs_done == job.runs_total {
-            ("done", None)
+            (JobState::Done, None)
         } else {
             (
-                "failed",
+                JobState::Failed,
                 Some(format!(
                     "{} of {} runs did not finish",
                     job.runs_total - job.runs_done,
@@ -253,7 +252,7 @@ impl Scheduler {
         self.catalog
             .set_job_state(job_id, state, error.as_deref())
             .await?;
-        tracing::info!(job_id, state, "job finished");
+        tracing::info!(job_id, state = %state, "job finished");
         Ok(())
     }
 
@@ -328,7 +327,7 @@ impl Scheduler {
                     .map(|c| c.index)
                     .collect();
                 self.catalog
-                    .fail_queued_runs(job_id, "building", &reason, Some(&affected))
+                    .fail_queued_runs(job_id, Stage::Building, &reason, Some(&affected))
                     .await?;
             }
             self.changed(job_id);

@@ -31,4 +31,3 @@ pub fn p_value(p: f64) -> String {
         format!("{p:.3}")
     }
 }
-

@@ -10,14 +10,14 @@ use crate::plot::{self, esc};
 use crate::render::{self, table_rows};
 use crate::stats::{Metric, SUSPECT_RULE};
 
-pub(crate) const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222;max-width:1400px}\
+pub const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222;max-width:1400px}\
 table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:13px}\
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}\
 th{background:#f0f0f0}tr.suspect td{background:#fff4e0}td.num{text-align:right}\
 pre{background:#f7f7f7;padding:0.8em;overflow-x:auto}h2{margin-top:1.6em}\
 .charts svg{margin:0.5em 1em 0.5em 0;border:1px solid #ddd}.note{color:#555;font-size:13px}";
 
-pub(crate) fn table(
+pub fn table(
     out: &mut String,
     class: &str,
     header: &[String],
@@ -44,7 +44,7 @@ pub(crate) fn table(
     out.push_str("</tbody></table>\n");
 }
 
-pub(crate) fn strings(v: &[&str]) -> Vec<String> {
+pub fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
@@ -173,7 +173,12 @@ fn runs(out: &mut String, e: &JobExport) {
                             unit: x.unit.clone(),
                             higher_is_better: x.higher_is_better,
                         };
-                        format!("{} {} {}", x.name, crate::format::num(&metric, x.value), x.unit)
+                        format!(
+                            "{} {} {}",
+                            x.name,
+                            crate::format::num(&metric, x.value),
+                            x.unit
+                        )
                     },
                 ),
             );
@@ -235,7 +240,10 @@ fn settings(out: &mut String, e: &JobExport) {
 /// The whole report for a job exported with samples.
 pub fn report(e: &JobExport) -> String {
     let j = e.job.clone().unwrap_or_default();
-    let metric = e.results.first().map_or(Metric::Tps, crate::format::cell_metric);
+    let metric = e
+        .results
+        .first()
+        .map_or(Metric::Tps, crate::format::cell_metric);
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -91,7 +91,10 @@ pub fn spec_kind(text: &str) -> Result<JobKind, SpecError> {
     match table.get("kind") {
         None => Ok(JobKind::Benchmark),
         Some(toml::Value::String(k)) => k.parse().map_err(|_| {
-            SpecError::new("kind", format!("\"{k}\" is not allowed; use benchmark or probe"))
+            SpecError::new(
+                "kind",
+                format!("\"{k}\" is not allowed; use benchmark or probe"),
+            )
         }),
         Some(other) => Err(SpecError::new(
             "kind",

@@ -6,7 +6,7 @@ use blocklab_proto::v1::*;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
-use super::{Catalog, CatalogError};
+use super::{Catalog, CatalogError, JobRecord};
 
 fn u32c(row: &SqliteRow, col: &str) -> Result<u32, sqlx::Error> {
     let v: Option<i64> = row.try_get(col)?;
@@ -129,19 +129,7 @@ pub async fn export_job(
         .await?
         .ok_or_else(|| CatalogError::JobNotFound(job_id.to_string()))?;
     let spec_toml: String = j.try_get("spec_toml")?;
-    let job = JobSummary {
-        kind: blocklab_spec::spec_kind(&spec_toml).unwrap_or_default(),
-        workload: blocklab_spec::workload_of(&spec_toml),
-        job_id: j.try_get("job_id")?,
-        name: j.try_get("name")?,
-        state: j.try_get("state")?,
-        created_at: j.try_get("created_at")?,
-        runs_total: u32c(&j, "runs_total")?,
-        runs_done: u32c(&j, "runs_done")?,
-        runs_failed: u32c(&j, "runs_failed")?,
-        db_host_id: text(&j, "db_host_id")?,
-        error: text(&j, "error")?,
-    };
+    let job = JobSummary::from(&catalog.job(job_id).await?);
     let finished_at = text(&j, "finished_at")?;
     let cells = sqlx::query("SELECT cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline, dims_json FROM cells WHERE job_id = ? ORDER BY cell_index")
         .bind(job_id)
@@ -332,4 +320,23 @@ async fn hosts(
         });
     }
     Ok(out)
+}
+
+impl From<&JobRecord> for JobSummary {
+    fn from(j: &JobRecord) -> Self {
+        JobSummary {
+            job_id: j.job_id.clone(),
+            name: j.name.clone(),
+            state: j.state.to_string(),
+            created_at: j.created_at.clone(),
+            runs_total: j.runs_total,
+            runs_done: j.runs_done,
+            runs_failed: j.runs_failed,
+            db_host_id: j.db_host_id.clone().unwrap_or_default(),
+            error: j.error.clone().unwrap_or_default(),
+            kind: j.kind.to_string(),
+            workload: j.workload.clone(),
+            headline_metric: j.headline_metric.clone(),
+        }
+    }
 }

@@ -10,11 +10,13 @@ use sqlx::sqlite::{
 };
 use sqlx::{Row, Sqlite, Transaction};
 
-use blocklab_spec::{Plan, ProbeSpec, Spec};
+use blocklab_spec::state::UnknownName;
+use blocklab_spec::{JobState, Stage};
 
 pub use rows::*;
 
 pub mod export;
+mod jobs;
 mod rows;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -27,6 +29,10 @@ pub enum CatalogError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("job {0} not found")]
     JobNotFound(String),
+    #[error("catalog holds a value this coordinator does not know: {0}")]
+    Corrupt(UnknownName),
+    #[error("job {job_id}: its stored plan cannot be read: {message}")]
+    Plan { job_id: String, message: String },
 }
 
 /// Handle to the catalog; cheap to clone.
@@ -62,7 +68,9 @@ impl Catalog {
             .max_connections(4)
             .connect_with(opts.read_only(true))
             .await?;
-        Ok(Self { writer, reader })
+        let catalog = Self { writer, reader };
+        catalog.store_missing_plans().await?;
+        Ok(catalog)
     }
 
     pub(crate) async fn write(&self) -> Result<Transaction<'static, Sqlite>, CatalogError> {
@@ -144,93 +152,6 @@ impl Catalog {
         rows.iter().map(HostRecord::from_row).collect()
     }
 
-    /// Stores a validated job with its cells and runs in one transaction.
-    pub async fn insert_job(
-        &self,
-        spec_text: &str,
-        spec: &Spec,
-        plan: &Plan,
-    ) -> Result<String, CatalogError> {
-        let job_id = uuid::Uuid::new_v4().to_string();
-        let mut tx = self.write().await?;
-        sqlx::query("INSERT INTO jobs (job_id, name, spec_toml, state, run_order, seed, created_at) VALUES (?, ?, ?, 'queued', ?, ?, ?)")
-            .bind(&job_id)
-            .bind(&spec.name)
-            .bind(spec_text)
-            .bind(spec.order.to_string())
-            .bind(spec.order.seed().map(|s| s as i64))
-            .bind(now())
-            .execute(&mut *tx)
-            .await?;
-        for c in &plan.cells {
-            sqlx::query("INSERT INTO cells (job_id, cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline, dims_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-                .bind(&job_id)
-                .bind(c.index)
-                .bind(c.label_in(spec))
-                .bind(c.block_size_kb)
-                .bind(c.wal_block_size_kb)
-                .bind(c.clients)
-                .bind(c.is_baseline)
-                .bind(c.dims_json())
-                .execute(&mut *tx)
-                .await?;
-        }
-        for r in &plan.runs {
-            sqlx::query("INSERT INTO runs (run_id, job_id, cell_index, repetition, sequence, state, stage) VALUES (?, ?, ?, ?, ?, 'queued', 'queued')")
-                .bind(uuid::Uuid::new_v4().to_string())
-                .bind(&job_id)
-                .bind(r.cell_index)
-                .bind(r.repetition)
-                .bind(r.sequence)
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(job_id)
-    }
-
-    /// Stores a probe job: one cell per target, `repetitions` runs each, interleaved.
-    pub async fn insert_probe_job(
-        &self,
-        spec_text: &str,
-        p: &ProbeSpec,
-    ) -> Result<String, CatalogError> {
-        let job_id = uuid::Uuid::new_v4().to_string();
-        let mut tx = self.write().await?;
-        sqlx::query("INSERT INTO jobs (job_id, name, spec_toml, state, run_order, created_at) VALUES (?, ?, ?, 'queued', 'interleaved', ?)")
-            .bind(&job_id)
-            .bind(&p.name)
-            .bind(spec_text)
-            .bind(now())
-            .execute(&mut *tx)
-            .await?;
-        for (i, target) in p.targets.iter().enumerate() {
-            sqlx::query("INSERT INTO cells (job_id, cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline, dims_json) VALUES (?, ?, ?, 0, 0, 0, 0, ?)")
-                .bind(&job_id)
-                .bind(i as i64)
-                .bind(format!("probe {target}"))
-                .bind(serde_json::json!({ "probe": target }).to_string())
-                .execute(&mut *tx)
-                .await?;
-        }
-        let mut sequence = 0i64;
-        for rep in 0..p.repetitions {
-            for i in 0..p.targets.len() {
-                sqlx::query("INSERT INTO runs (run_id, job_id, cell_index, repetition, sequence, state, stage) VALUES (?, ?, ?, ?, ?, 'queued', 'queued')")
-                    .bind(uuid::Uuid::new_v4().to_string())
-                    .bind(&job_id)
-                    .bind(i as i64)
-                    .bind(rep)
-                    .bind(sequence)
-                    .execute(&mut *tx)
-                    .await?;
-                sequence += 1;
-            }
-        }
-        tx.commit().await?;
-        Ok(job_id)
-    }
-
     /// Writes a probe run's rows and marks it done in one transaction.
     pub async fn finish_probe_run(
         &self,
@@ -297,11 +218,12 @@ impl Catalog {
     pub async fn set_job_state(
         &self,
         job_id: &str,
-        state: &str,
+        state: JobState,
         error: Option<&str>,
     ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
-        let finished = matches!(state, "done" | "failed" | "cancelled");
+        let finished = state.is_finished();
+        let state = state.as_str();
         sqlx::query(
             "UPDATE jobs SET state = ?, error = coalesce(?, error),
                started_at = CASE WHEN started_at IS NULL AND ? NOT IN ('queued') THEN ? ELSE started_at END,
@@ -432,13 +354,13 @@ impl Catalog {
         &self,
         run_id: &str,
         attempt: u32,
-        stage: &str,
+        stage: Stage,
     ) -> Result<bool, CatalogError> {
         let mut tx = self.write().await?;
         let n = sqlx::query(
             "UPDATE runs SET stage = ? WHERE run_id = ? AND attempt = ? AND state = 'running'",
         )
-        .bind(stage)
+        .bind(stage.as_str())
         .bind(run_id)
         .bind(attempt)
         .execute(&mut *tx)
@@ -663,7 +585,7 @@ impl Catalog {
     pub async fn fail_queued_runs(
         &self,
         job_id: &str,
-        stage: &str,
+        stage: Stage,
         reason: &str,
         cell_filter: Option<&[u32]>,
     ) -> Result<(), CatalogError> {
@@ -678,7 +600,7 @@ impl Catalog {
             let hit = cell_filter.is_none_or(|f| f.iter().any(|&c| i64::from(c) == cell));
             if hit {
                 sqlx::query("UPDATE runs SET state = 'failed', stage = ?, error = ?, finished_at = ? WHERE run_id = ?")
-                    .bind(stage)
+                    .bind(stage.as_str())
                     .bind(reason)
                     .bind(now())
                     .bind(&run_id)

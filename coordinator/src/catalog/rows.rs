@@ -1,18 +1,22 @@
 //! Plain records read from and written to the catalog.
 
-use sqlx::Row;
+use blocklab_spec::state::UnknownName;
+use blocklab_spec::{JobKind, JobState, RunState, Stage};
 use sqlx::sqlite::SqliteRow;
+use sqlx::{FromRow, Row};
 
 use super::CatalogError;
 
 pub(super) const JOB_SELECT_ALL: &str =
     "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.created_at, j.spec_toml, j.seed,
+  j.kind, j.workload, j.headline_metric,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id) AS runs_total,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'done') AS runs_done,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'failed') AS runs_failed
   FROM jobs j ORDER BY j.created_at";
 pub(super) const JOB_SELECT_ONE: &str =
     "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.created_at, j.spec_toml, j.seed,
+  j.kind, j.workload, j.headline_metric,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id) AS runs_total,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'done') AS runs_done,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'failed') AS runs_failed
@@ -57,40 +61,83 @@ impl HostRecord {
     }
 }
 
+/// A `jobs` row as stored.
+#[derive(sqlx::FromRow)]
+struct JobRow {
+    job_id: String,
+    name: String,
+    state: String,
+    error: Option<String>,
+    db_host_id: Option<String>,
+    created_at: String,
+    spec_toml: String,
+    seed: Option<i64>,
+    kind: String,
+    workload: String,
+    headline_metric: String,
+    runs_total: i64,
+    runs_done: i64,
+    runs_failed: i64,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobRecord {
     pub job_id: String,
     pub name: String,
-    pub state: String,
+    pub state: JobState,
     pub error: Option<String>,
     pub db_host_id: Option<String>,
     pub created_at: String,
     pub spec_toml: String,
     pub seed: Option<u64>,
+    pub kind: JobKind,
+    /// What it runs: a workload kind's name, or "probe".
+    pub workload: String,
+    pub headline_metric: String,
     pub runs_total: u32,
     pub runs_done: u32,
     pub runs_failed: u32,
 }
 
+/// A stored name that is not one of its enum's: the catalog was written by something else.
+fn named<T: std::str::FromStr<Err = UnknownName>>(v: &str) -> Result<T, CatalogError> {
+    v.parse().map_err(CatalogError::Corrupt)
+}
+
+fn count(v: i64) -> u32 {
+    u32::try_from(v).unwrap_or(0)
+}
+
+impl TryFrom<JobRow> for JobRecord {
+    type Error = CatalogError;
+
+    fn try_from(r: JobRow) -> Result<Self, CatalogError> {
+        Ok(Self {
+            state: named(&r.state)?,
+            kind: named(&r.kind)?,
+            job_id: r.job_id,
+            name: r.name,
+            error: r.error,
+            db_host_id: r.db_host_id,
+            created_at: r.created_at,
+            spec_toml: r.spec_toml,
+            seed: r.seed.map(|s| s as u64),
+            workload: r.workload,
+            headline_metric: r.headline_metric,
+            runs_total: count(r.runs_total),
+            runs_done: count(r.runs_done),
+            runs_failed: count(r.runs_failed),
+        })
+    }
+}
+
 impl JobRecord {
     pub(super) fn from_row(row: &SqliteRow) -> Result<Self, CatalogError> {
-        Ok(Self {
-            job_id: row.try_get("job_id")?,
-            name: row.try_get("name")?,
-            state: row.try_get("state")?,
-            error: row.try_get("error")?,
-            db_host_id: row.try_get("db_host_id")?,
-            created_at: row.try_get("created_at")?,
-            spec_toml: row.try_get("spec_toml")?,
-            seed: row.try_get::<Option<i64>, _>("seed")?.map(|s| s as u64),
-            runs_total: u32_of(row, "runs_total")?,
-            runs_done: u32_of(row, "runs_done")?,
-            runs_failed: u32_of(row, "runs_failed")?,
-        })
+        JobRow::from_row(row)?.try_into()
     }
 
     pub fn is_finished(&self) -> bool {
-        matches!(self.state.as_str(), "done" | "failed" | "cancelled")
+        self.state.is_finished()
     }
 }
 
@@ -101,8 +148,8 @@ pub struct RunRecord {
     pub repetition: u32,
     pub sequence: u32,
     pub attempt: u32,
-    pub state: String,
-    pub stage: String,
+    pub state: RunState,
+    pub stage: Stage,
     pub error: Option<String>,
     pub log_tail: Option<String>,
     pub cell_label: String,
@@ -123,8 +170,8 @@ impl RunRecord {
             repetition: u32_of(row, "repetition")?,
             sequence: u32_of(row, "sequence")?,
             attempt: u32_of(row, "attempt")?,
-            state: row.try_get("state")?,
-            stage: row.try_get("stage")?,
+            state: named(row.try_get("state")?)?,
+            stage: named(row.try_get("stage")?)?,
             error: row.try_get("error")?,
             log_tail: row.try_get("log_tail")?,
             cell_label: row.try_get("label")?,

@@ -189,7 +189,9 @@ async fn job(State(d): State<Arc<Dashboard>>, Path(job_id): Path<String>) -> Res
         return error_page(StatusCode::NOT_FOUND, "not a job id (a UUID)");
     }
     let metric = blocklab_report::stats::Metric::Tps;
-    match crate::results::export_job(&d.catalog, &d.catalog_path, &job_id, metric.name(), true).await {
+    match crate::results::export_job(&d.catalog, &d.catalog_path, &job_id, metric.name(), true)
+        .await
+    {
         Ok(export) => Html(pages::job(&export)).into_response(),
         Err(e) => service_error(&e),
     }

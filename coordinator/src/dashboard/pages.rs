@@ -33,14 +33,10 @@ fn head(out: &mut String, title: &str, refresh: bool) {
 const NAV: &str = "<nav><a href=\"/\">blocklab</a><a href=\"/#hosts\">hosts</a><a href=\"/#jobs\">jobs</a>\
      <a href=\"/metrics\">metrics</a></nav>\n";
 
-fn finished(state: &str) -> bool {
-    matches!(state, "done" | "failed" | "cancelled")
-}
-
 /// `/`: hosts (up/down, facts) and jobs (state, runs), newest job first as the catalog lists.
 pub fn index(hosts: &[HostRecord], up: &[bool], jobs: &[JobRecord], catalog_path: &str) -> String {
     let mut out = String::new();
-    let active = jobs.iter().any(|j| !finished(&j.state));
+    let active = jobs.iter().any(|j| !j.state.is_finished());
     head(&mut out, "blocklab dashboard", active);
     let _ = writeln!(
         out,
@@ -85,7 +81,7 @@ pub fn index(hosts: &[HostRecord], up: &[bool], jobs: &[JobRecord], catalog_path
             esc(&j.created_at),
             esc(j.error.as_deref().unwrap_or("")),
             id = esc(&j.job_id),
-            state = esc(&j.state),
+            state = esc(j.state.as_str()),
         );
     }
     out.push_str("</tbody></table>\n</body></html>\n");
@@ -98,7 +94,10 @@ pub fn job(export: &JobExport) -> String {
     let state = export.job.as_ref().map(|j| j.state.as_str()).unwrap_or("");
     let name = export.job.as_ref().map(|j| j.name.as_str()).unwrap_or("");
     let mut out = String::new();
-    head(&mut out, &format!("blocklab: {name}"), !finished(state));
+    let finished = state
+        .parse::<blocklab_spec::JobState>()
+        .is_ok_and(|s| s.is_finished());
+    head(&mut out, &format!("blocklab: {name}"), !finished);
     // The report's body, without its own document head.
     let body = report
         .split_once("<body>")

@@ -153,11 +153,11 @@ async fn job(
     }
     f.catalog.pin_job_host(&job_id, "db1").await.expect("pin");
     f.catalog
-        .set_job_state(&job_id, "running", None)
+        .set_job_state(&job_id, blocklab_spec::JobState::Running, None)
         .await
         .expect("running");
     f.catalog
-        .set_job_state(&job_id, "done", None)
+        .set_job_state(&job_id, blocklab_spec::JobState::Done, None)
         .await
         .expect("done");
     job_id

@@ -1,8 +1,9 @@
 //! The same results through the coordinator's gRPC service, as the CLI gets them.
 
-use blocklab_coordinator::{CoordinatorConfig, report};
+use blocklab_coordinator::CoordinatorConfig;
 use blocklab_proto::v1::control_client::ControlClient;
 use blocklab_proto::v1::*;
+use blocklab_report as report;
 
 use crate::fixture::build;
 

@@ -5,28 +5,19 @@ mod fixture;
 mod grpc;
 mod views;
 
-use blocklab_coordinator::report::{self, render::Format};
-use blocklab_coordinator::stats;
+use blocklab_coordinator::results;
 use blocklab_proto::v1::*;
+use blocklab_report::{self as report, render::Format, stats};
 use fixture::*;
 
 pub async fn results(f: &Fixture, metric: &str) -> QueryResultsResponse {
-    let req = QueryResultsRequest {
-        job_id: f.job_a.clone(),
-        metric: metric.into(),
-    };
-    report::query_results(&f.catalog, "catalog.db", &req)
+    results::query_results(&f.catalog, "catalog.db", &f.job_a, metric)
         .await
         .expect("query_results")
 }
 
 pub async fn export(f: &Fixture) -> JobExport {
-    let req = ExportJobRequest {
-        job_id: f.job_a.clone(),
-        metric: "tps".into(),
-        include_samples: true,
-    };
-    report::export_job(&f.catalog, "catalog.db", &req)
+    results::export_job(&f.catalog, "catalog.db", &f.job_a, "tps", true)
         .await
         .expect("export")
 }
@@ -109,11 +100,7 @@ async fn results_per_cell_with_ci_change_and_verdict() {
     assert!(r.cells[1].pct_change_vs_baseline.expect("pct") < 0.0);
     assert!(!r.cells[1].higher_is_better);
 
-    let req = QueryResultsRequest {
-        job_id: f.job_a.clone(),
-        metric: "qps".into(),
-    };
-    let e = report::query_results(&f.catalog, "", &req)
+    let e = results::query_results(&f.catalog, "", &f.job_a, "qps")
         .await
         .expect_err("unknown metric")
         .to_string();
@@ -181,12 +168,7 @@ async fn results_render_in_every_format() {
 #[tokio::test]
 async fn compare_like_cells_of_two_jobs() {
     let f = build().await;
-    let req = CompareJobsRequest {
-        job_a: f.job_a.clone(),
-        job_b: f.job_b.clone(),
-        metric: String::new(),
-    };
-    let r = report::compare_jobs(&f.catalog, &req)
+    let r = results::compare_jobs(&f.catalog, &f.job_a, &f.job_b, "")
         .await
         .expect("compare");
     assert_eq!(r.cells.len(), 3);

@@ -128,11 +128,7 @@ fn cases(job: &str) -> Vec<(&'static str, Bad, &'static [Code], &'static str)> {
     ]
 }
 
-async fn send(
-    lab: &Lab,
-    c: &mut blocklab_cli::Client,
-    bad: Bad,
-) -> Result<(), tonic::Status> {
+async fn send(lab: &Lab, c: &mut blocklab_cli::Client, bad: Bad) -> Result<(), tonic::Status> {
     match bad {
         Bad::Submit(spec_toml) => c.submit_job(SubmitJobRequest { spec_toml }).await.map(drop),
         Bad::GetJob(job_id, run) => c.get_job(GetJobRequest { job_id, run }).await.map(drop),

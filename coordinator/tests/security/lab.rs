@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use blocklab_cli;
+use blocklab_cli as cli;
 use blocklab_daemon::security::{ClientAuth, ClientTls, Secret, ServerTls};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,

@@ -15,8 +15,8 @@ mod probe;
 mod svg;
 
 pub use probe::probe_charts;
-pub use svg::{Chart, esc};
 use svg::{COLORS, Frame, legend, open, tick_label, ticks};
+pub use svg::{Chart, esc};
 
 /// Drops the `prefix=` token from a cell label (what the x axis already says).
 fn series_label(cell_label: &str, axis_prefix: &str) -> String {
@@ -34,9 +34,7 @@ fn series_label(cell_label: &str, axis_prefix: &str) -> String {
 /// `metric` (the export's) against page size with 95% CI error bars; `None` without results.
 pub fn metric_chart(export: &JobExport) -> Option<Chart> {
     let cells: Vec<&CellResult> = export.results.iter().filter(|c| c.n > 0).collect();
-    let metric = cells
-        .first()
-        .map_or(Metric::Tps, |c| cell_metric(c));
+    let metric = cells.first().map_or(Metric::Tps, |c| cell_metric(c));
     let distinct = |f: fn(&CellResult) -> u32| {
         let mut v: Vec<u32> = cells.iter().map(|c| f(c)).collect();
         v.sort_unstable();

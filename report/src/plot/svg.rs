@@ -145,4 +145,3 @@ pub(crate) fn legend(out: &mut String, i: usize, label: &str, dashed: bool) {
         l = esc(label)
     );
 }
-

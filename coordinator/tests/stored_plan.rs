@@ -1,0 +1,191 @@
+//! A job is parsed once, at submit: the scheduler, the listings, `watch` and `results` work
+//! from the plan stored in the catalog, so a stored spec text that no longer parses (edited,
+//! or written by an older version) breaks none of them.
+
+use std::path::Path;
+use std::time::Duration;
+
+use blocklab_proto::v1::control_client::ControlClient;
+use blocklab_proto::v1::{
+    GetJobRequest, ListJobsRequest, QueryResultsRequest, SubmitJobRequest, WatchJobRequest,
+};
+use tokio_stream::StreamExt;
+
+const SPEC: &str = r#"
+name = "stored-plan"
+repetitions = 3
+order = "shuffled"
+[source]
+tarball = "/nonexistent/postgresql.tar.bz2"
+[matrix]
+block_size_kb = [8, 16]
+clients = [2]
+[workload]
+duration = "1s"
+"#;
+
+struct Running {
+    client: ControlClient<tonic::transport::Channel>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    served: tokio::task::JoinHandle<()>,
+}
+
+async fn start(db: &Path) -> Running {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let config = blocklab_coordinator::CoordinatorConfig::new(db);
+    let served = tokio::spawn(async move {
+        blocklab_coordinator::serve(config, listener, async {
+            let _ = stop_rx.await;
+        })
+        .await
+        .expect("serve");
+    });
+    for _ in 0..50 {
+        if let Ok(mut client) = ControlClient::connect(url.clone()).await
+            && client.list_jobs(ListJobsRequest {}).await.is_ok()
+        {
+            return Running {
+                client,
+                stop,
+                served,
+            };
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("coordinator did not come up");
+}
+
+fn sql(db: &Path, statement: &str) -> String {
+    let out = std::process::Command::new("sqlite3")
+        .arg(db)
+        .arg(statement)
+        .output()
+        .expect("sqlite3 is installed");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[tokio::test]
+async fn an_unparsable_stored_spec_breaks_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("catalog.db");
+    let mut c = start(&db).await;
+    let job_id = c
+        .client
+        .submit_job(SubmitJobRequest {
+            spec_toml: SPEC.into(),
+        })
+        .await
+        .expect("submit")
+        .into_inner()
+        .job_id;
+    let order_before = sql(
+        &db,
+        &format!(
+            "SELECT group_concat(cell_index, ',') FROM (SELECT cell_index FROM runs WHERE job_id = '{job_id}' ORDER BY sequence)"
+        ),
+    );
+    c.stop.send(()).expect("stop");
+    c.served.await.expect("stopped");
+
+    sql(&db, "UPDATE jobs SET spec_toml = 'this is [[ not a spec'");
+    // The scheduler resumes the job from its stored plan: it waits for a database host, it
+    // does not fail on the text.
+    let mut c = start(&db).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let jobs = c
+        .client
+        .list_jobs(ListJobsRequest {})
+        .await
+        .expect("jobs")
+        .into_inner()
+        .jobs;
+    assert_eq!(jobs.len(), 1);
+    let j = &jobs[0];
+    assert_eq!(
+        (
+            j.state.as_str(),
+            j.error.as_str(),
+            j.kind.as_str(),
+            j.workload.as_str(),
+            j.headline_metric.as_str(),
+            j.runs_total,
+        ),
+        ("queued", "", "benchmark", "pgbench", "tps", 6)
+    );
+
+    let job = c
+        .client
+        .get_job(GetJobRequest {
+            job_id: job_id.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("job")
+        .into_inner();
+    let labels: Vec<&str> = job.runs.iter().map(|r| r.cell_label.as_str()).collect();
+    assert_eq!(labels.len(), 6);
+    assert!(
+        labels
+            .iter()
+            .all(|l| l.contains("bs=8K") || l.contains("bs=16K")),
+        "{labels:?}"
+    );
+    assert_eq!(
+        sql(
+            &db,
+            &format!(
+                "SELECT group_concat(cell_index, ',') FROM (SELECT cell_index FROM runs WHERE job_id = '{job_id}' ORDER BY sequence)"
+            ),
+        ),
+        order_before,
+        "the run order is the stored one"
+    );
+
+    let mut events = c
+        .client
+        .watch_job(WatchJobRequest {
+            job_id: job_id.clone(),
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    let first = tokio::time::timeout(Duration::from_secs(5), events.next())
+        .await
+        .expect("an event")
+        .expect("stream open")
+        .expect("event");
+    let summary = first.job.expect("summary");
+    assert_eq!(
+        (summary.name.as_str(), summary.workload.as_str()),
+        ("stored-plan", "pgbench")
+    );
+
+    let results = c
+        .client
+        .query_results(QueryResultsRequest {
+            job_id: job_id.clone(),
+            metric: String::new(),
+        })
+        .await
+        .expect("results")
+        .into_inner();
+    assert_eq!(results.cells.len(), 2);
+    assert!(
+        results
+            .cells
+            .iter()
+            .all(|cell| cell.metric == "tps" && cell.n == 0)
+    );
+    c.stop.send(()).expect("stop");
+    c.served.await.expect("stopped");
+}

@@ -1,11 +1,16 @@
 //! The `blocklab` command line over the Control API: [`commands`] (connect, submit, watch,
 //! the detail renderings), [`listings`] (jobs, hosts, builds tables) and [`progress`] (the
-//! terminal progress bar of `watch`). Statistics and renderings of results come from
+//! terminal progress bar of `watch`). Both renderings of `watch` read the job's stream
+//! through [`follow`]; [`client`] (the connection, the error type) and [`runs`] (a run's
+//! state and result) are shared by them. Statistics and renderings of results come from
 //! `blocklab-report`; the CLI computes none itself.
 
+pub mod client;
 pub mod commands;
+pub mod follow;
 pub mod listings;
 pub mod progress;
+pub mod runs;
 
 pub use blocklab_report::render::{Format, render_compare, render_results};
 pub use commands::*;

@@ -5,9 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use blocklab_cli::{commands as cli, listings};
-use blocklab_report as report;
 use blocklab_daemon::security::{API_TOKEN_ENV, ClientAuth, ClientTls, resolve_token};
 use blocklab_proto::v1::*;
+use blocklab_report as report;
+use blocklab_spec::JobState;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -359,9 +360,11 @@ async fn finish_watch(client: &mut ControlClient, job_id: &str) -> anyhow::Resul
     } else {
         cli::watch(client, job_id, std::io::stdout()).await?
     };
+    // The job's state, parsed from the wire once.
+    let done = last.is_some_and(|j| j.state.parse::<JobState>().ok() == Some(JobState::Done));
     if let Some(probe) = cli::probe_results_if_probe(client, job_id).await? {
         println!("{probe}");
-        return Ok(if last.is_some_and(|j| j.state == "done") {
+        return Ok(if done {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(2)
@@ -375,9 +378,10 @@ async fn finish_watch(client: &mut ControlClient, job_id: &str) -> anyhow::Resul
         .await?
         .into_inner();
     print!("{}", cli::render_results(&r, cli::Format::Table));
-    Ok(match last {
-        Some(j) if j.state == "done" => ExitCode::SUCCESS,
-        _ => ExitCode::from(2),
+    Ok(if done {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
     })
 }
 

@@ -1,22 +1,26 @@
 //! `blocklab watch` on a terminal: a progress bar of runs finished out of the job's total
 //! with the ETA, the current run's cell and stage, and one line per finished run above the
-//! bar. Off a terminal the CLI prints [`crate::commands::watch`]'s plain lines instead.
+//! bar. Off a terminal the CLI prints [`crate::commands::watch`]'s plain lines instead; both
+//! read the stream through [`crate::follow::JobWatch`].
 
 use std::time::Duration;
 
-use blocklab_proto::v1::*;
+use blocklab_proto::v1::control_client::ControlClient;
+use blocklab_proto::v1::{JobEvent, JobSummary, RunInfo};
+use blocklab_spec::RunState;
 use indicatif::{ProgressBar, ProgressStyle};
-use tokio_stream::StreamExt;
 
-use crate::commands::{CliError, Transport};
+use crate::client::{CliError, Transport};
+use crate::follow::JobWatch;
+use crate::runs::{run_result, run_state};
 
 const TEMPLATE: &str =
     "{spinner} [{elapsed_precise}] {bar:40.cyan/blue} {pos}/{len} runs  ETA {eta}  {msg}";
 
 /// One finished run as a line above the bar.
 pub fn run_line(r: &RunInfo) -> String {
-    let tail = match r.state.as_str() {
-        "done" => crate::commands::run_result(r),
+    let tail = match run_state(r) {
+        Some(RunState::Done) => run_result(r),
         _ if !r.error.is_empty() => format!("{} at {}: {}", r.state, r.stage, r.error),
         _ => format!("{} at {}", r.state, r.stage),
     };
@@ -44,45 +48,26 @@ pub fn stage_message(r: &RunInfo) -> String {
     )
 }
 
-fn finished(state: &str) -> bool {
-    matches!(state, "done" | "failed" | "cancelled" | "lost")
+/// Whether the run has stopped on its host (a lost run is retried, but this attempt ended).
+fn finished(state: Option<RunState>) -> bool {
+    matches!(
+        state,
+        Some(RunState::Done | RunState::Failed | RunState::Cancelled | RunState::Lost)
+    )
 }
 
 /// Follows a job with a progress bar until it finishes; returns its last summary.
 pub async fn watch_with_bar<T: Transport>(
-    client: &mut blocklab_proto::v1::control_client::ControlClient<T>,
+    client: &mut ControlClient<T>,
     job_id: &str,
 ) -> Result<Option<JobSummary>, CliError> {
-    let mut stream = client
-        .watch_job(WatchJobRequest {
-            job_id: job_id.to_string(),
-        })
-        .await?
-        .into_inner();
+    let watch = JobWatch::open(client, job_id).await?;
     let bar = ProgressBar::new(0);
     if let Ok(style) = ProgressStyle::with_template(TEMPLATE) {
         bar.set_style(style.progress_chars("=> "));
     }
     bar.enable_steady_tick(Duration::from_millis(200));
-    let mut last = None;
-    while let Some(ev) = stream.next().await {
-        let ev = ev?;
-        if let Some(j) = &ev.job {
-            bar.set_length(u64::from(j.runs_total));
-            bar.set_position(u64::from(j.runs_done + j.runs_failed));
-            last = Some(j.clone());
-        }
-        if let Some(r) = &ev.run {
-            if finished(&r.state) {
-                bar.println(run_line(r));
-            } else {
-                bar.set_message(stage_message(r));
-            }
-        }
-        if ev.finished {
-            break;
-        }
-    }
+    let last = watch.follow(|ev| show(&bar, ev)).await?;
     match &last {
         Some(j) => bar.finish_with_message(format!(
             "job {}: {} ({} runs done, {} failed)",
@@ -91,6 +76,22 @@ pub async fn watch_with_bar<T: Transport>(
         None => bar.finish_and_clear(),
     }
     Ok(last)
+}
+
+/// One event on the bar: the job's progress, and a finished run above it or the current
+/// run's stage as its message.
+fn show(bar: &ProgressBar, ev: &JobEvent) {
+    if let Some(j) = &ev.job {
+        bar.set_length(u64::from(j.runs_total));
+        bar.set_position(u64::from(j.runs_done + j.runs_failed));
+    }
+    if let Some(r) = &ev.run {
+        if finished(run_state(r)) {
+            bar.println(run_line(r));
+        } else {
+            bar.set_message(stage_message(r));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,184 @@
+//! `blocklab job ID`: the job with its runs table, or one run in detail (`--run N`).
+
+use std::fmt::Write as _;
+
+use blocklab_proto::v1::{GetJobResponse, RunDetail};
+
+use super::table::table;
+use crate::runs::{is_done, run_result};
+
+/// The columns that name a run and say where it is; every runs table leads with them.
+pub const RUN_KEY_COLUMNS: [&str; 6] = ["#", "cell", "rep", "attempt", "state", "stage"];
+
+/// The columns of `blocklab job`'s runs table after [`RUN_KEY_COLUMNS`].
+const RUN_DETAIL_COLUMNS: [&str; 5] = ["block_size", "wal_block_size", "result", "build", "error"];
+
+/// The header of `blocklab job`'s runs table.
+pub fn runs_table_header() -> Vec<&'static str> {
+    RUN_KEY_COLUMNS
+        .iter()
+        .chain(&RUN_DETAIL_COLUMNS)
+        .copied()
+        .collect()
+}
+
+fn size(bytes: u32) -> String {
+    if bytes == 0 {
+        "-".into()
+    } else {
+        bytes.to_string()
+    }
+}
+
+/// `blocklab job ID`: the job's summary line and its runs.
+pub fn render_job(job: &GetJobResponse) -> String {
+    let mut out = String::new();
+    if let Some(j) = &job.job {
+        let _ = writeln!(
+            out,
+            "job {} ({}): {}, {}/{} runs done, {} failed, db host {}",
+            j.job_id,
+            j.name,
+            j.state,
+            j.runs_done,
+            j.runs_total,
+            j.runs_failed,
+            if j.db_host_id.is_empty() {
+                "-"
+            } else {
+                &j.db_host_id
+            }
+        );
+        if !j.error.is_empty() {
+            let _ = writeln!(out, "error: {}", j.error);
+        }
+    }
+    let mut t = table(&runs_table_header());
+    for r in &job.runs {
+        t.add_row(vec![
+            (r.sequence + 1).to_string(),
+            r.cell_label.clone(),
+            (r.repetition + 1).to_string(),
+            r.attempt.to_string(),
+            r.state.clone(),
+            r.stage.clone(),
+            size(r.block_size),
+            size(r.wal_block_size),
+            if is_done(r) {
+                run_result(r)
+            } else {
+                "-".into()
+            },
+            if r.build_key.is_empty() {
+                "-".into()
+            } else {
+                format!(
+                    "{}{}",
+                    r.build_key,
+                    if r.build_reused { " (cached)" } else { "" }
+                )
+            },
+            r.error.lines().next().unwrap_or("").to_string(),
+        ]);
+    }
+    let _ = write!(out, "{t}");
+    out
+}
+
+/// `blocklab job ID --run N`: one run with its proof, statistics and settings.
+pub fn render_run_detail(d: &RunDetail) -> String {
+    let mut out = String::new();
+    if let Some(r) = &d.run {
+        let _ = writeln!(
+            out,
+            "run {} ({}, repetition {}, attempt {}): {} at {}{}",
+            r.sequence + 1,
+            r.cell_label,
+            r.repetition + 1,
+            r.attempt,
+            r.state,
+            r.stage,
+            if is_done(r) {
+                format!(", {}", run_result(r))
+            } else {
+                String::new()
+            }
+        );
+        let _ = writeln!(
+            out,
+            "server {} on {}: block_size {} wal_block_size {}, build {}",
+            d.server_version,
+            d.db_host_id,
+            size(r.block_size),
+            size(r.wal_block_size),
+            r.build_key
+        );
+        if !r.error.is_empty() {
+            let _ = writeln!(out, "error: {}", r.error);
+        }
+    }
+    let _ = writeln!(out, "started {} finished {}", d.started_at, d.finished_at);
+    if !d.suspect.is_empty() {
+        let _ = writeln!(out, "suspect: {}", d.suspect.join("; "));
+    }
+    if !d.metrics.is_empty() {
+        let mut t = table(&["metric", "value", "unit"]);
+        for m in &d.metrics {
+            let metric = blocklab_report::stats::Metric::Workload {
+                name: m.name.clone(),
+                unit: m.unit.clone(),
+                higher_is_better: m.higher_is_better,
+            };
+            t.add_row(vec![
+                m.name.clone(),
+                blocklab_report::format::num(&metric, m.value),
+                m.unit.clone(),
+            ]);
+        }
+        let _ = writeln!(out, "{t}");
+    }
+    if !d.shares.is_empty() {
+        let mut t = table(&[
+            "worker",
+            "clients",
+            "transactions",
+            "tps",
+            "cpu user s",
+            "cpu system s",
+        ]);
+        for s in &d.shares {
+            t.add_row(vec![
+                s.worker_host_id.clone(),
+                s.clients.to_string(),
+                s.transactions.to_string(),
+                format!("{:.1}", s.tps),
+                format!("{:.2}", s.client_cpu_user_s),
+                format!("{:.2}", s.client_cpu_system_s),
+            ]);
+        }
+        let _ = writeln!(out, "{t}");
+    }
+    if !d.stats.is_empty() {
+        let mut t = table(&["server statistic (delta over the window)", "value"]);
+        for s in d.stats.iter().filter(|s| s.delta != 0.0) {
+            t.add_row(vec![s.name.clone(), format!("{}", s.delta)]);
+        }
+        let _ = writeln!(out, "{t}");
+    }
+    if !d.settings.is_empty() {
+        let mut t = table(&["setting", "value", "unit", "source"]);
+        for s in &d.settings {
+            t.add_row(vec![
+                s.name.clone(),
+                s.setting.clone(),
+                s.unit.clone(),
+                s.source.clone(),
+            ]);
+        }
+        let _ = writeln!(out, "{t}");
+    }
+    if !d.log_tail.is_empty() {
+        let _ = writeln!(out, "--- log tail ---\n{}", d.log_tail);
+    }
+    out
+}

@@ -1,0 +1,98 @@
+//! `submit --dry-run`: the job's plan, cells and runs, nothing sent anywhere.
+
+use std::fmt::Write as _;
+
+use blocklab_spec::{JobSpec, Plan, Spec};
+
+use super::table::table;
+
+/// What `submit --dry-run` prints for either kind of job.
+pub fn render_job_plan(spec: &JobSpec) -> String {
+    match spec {
+        JobSpec::Benchmark(s) => render_plan(s, &s.plan()),
+        JobSpec::Probe(p) => format!(
+            "probe job {:?}: targets {}, file {} MB, chunks {:?} KB, modes{}{}, fsync block sizes {:?} KB x {} writes, {} repetition(s)\n",
+            p.name,
+            p.targets.join(", "),
+            p.file_size_bytes >> 20,
+            p.chunk_sizes_kb,
+            if p.buffered { " buffered" } else { "" },
+            if p.direct { " direct" } else { "" },
+            p.fsync_block_sizes_kb,
+            p.fsync_writes,
+            p.repetitions
+        ),
+    }
+}
+
+/// The expanded plan, as `submit --dry-run` prints it.
+pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "job {:?}: {} cells x {} repetitions = {} runs, order {}, {} builds, {} client worker(s)",
+        spec.name,
+        plan.cells.len(),
+        spec.repetitions,
+        plan.runs.len(),
+        spec.order,
+        spec.builds().len(),
+        if spec.workload.kind.has_workers() {
+            spec.client_workers
+        } else {
+            0
+        }
+    );
+    let _ = writeln!(out, "workload: {}", spec.workload.describe());
+    let mut cells = table(&[
+        "cell",
+        "label",
+        "block size",
+        "WAL block size",
+        "clients",
+        "scale",
+        "source",
+        "baseline",
+    ]);
+    for c in &plan.cells {
+        cells.add_row(vec![
+            c.index.to_string(),
+            c.label_in(spec),
+            format!("{}K", c.block_size_kb),
+            format!("{}K", c.wal_block_size_kb),
+            c.clients.to_string(),
+            c.scale.to_string(),
+            c.source.clone(),
+            if c.is_baseline {
+                "yes".into()
+            } else {
+                String::new()
+            },
+        ]);
+    }
+    let _ = writeln!(out, "{cells}");
+    let mut runs = table(&["#", "cell", "repetition"]);
+    for r in &plan.runs {
+        runs.add_row(vec![
+            (r.sequence + 1).to_string(),
+            plan.cells[r.cell_index as usize].label_in(spec),
+            (r.repetition + 1).to_string(),
+        ]);
+    }
+    let _ = writeln!(out, "{runs}");
+    for (name, w) in &spec.workload_variants {
+        let _ = writeln!(
+            out,
+            "workload {name}: {} for {} (warm-up {}) protocol {}, {} thread(s)",
+            w.builtin,
+            humantime::format_duration(w.duration),
+            humantime::format_duration(w.warmup),
+            w.protocol,
+            w.threads
+        );
+    }
+    for (name, src) in &spec.sources {
+        let _ = writeln!(out, "source {name}: {}", src.describe());
+    }
+    out
+}

@@ -1,0 +1,32 @@
+//! A run as the CLI shows it, shared by the detail renderings and both kinds of `watch`.
+
+use blocklab_proto::v1::RunInfo;
+use blocklab_spec::RunState;
+
+/// The run's state, parsed from the wire once; `None` for a name this CLI does not know.
+pub fn run_state(r: &RunInfo) -> Option<RunState> {
+    r.state.parse().ok()
+}
+
+/// Whether the run is done (and so has a result to show).
+pub fn is_done(r: &RunInfo) -> bool {
+    run_state(r) == Some(RunState::Done)
+}
+
+/// A done run's result in a few words: its headline workload metric with the unit (NOTPM,
+/// tup/s, seconds), or its tps for pgbench runs.
+pub fn run_result(r: &RunInfo) -> String {
+    if r.headline_metric.is_empty() {
+        return format!("{:.1} tps", r.tps);
+    }
+    let metric = blocklab_report::stats::Metric::Workload {
+        name: r.headline_metric.clone(),
+        unit: r.headline_unit.clone(),
+        higher_is_better: true,
+    };
+    let value = blocklab_report::format::num(&metric, r.headline_value);
+    match r.headline_unit.as_str() {
+        "NOTPM" | "tup/s" => format!("{value} {}", r.headline_unit),
+        unit => format!("{} {value} {unit}", r.headline_metric),
+    }
+}

@@ -59,3 +59,25 @@ impl Target {
         Ok((client, handle))
     }
 }
+
+/// A libpq-style `key=value` string of exactly host, port, user, password and dbname
+/// (values quoted unless plain words), as the coordinator sends them.
+pub fn key_value_string(host: &str, port: u32, user: &str, password: &str, dbname: &str) -> String {
+    format!(
+        "host={host} port={port} user={} password={} dbname={}",
+        quote(user),
+        quote(password),
+        quote(dbname)
+    )
+}
+
+fn quote(v: &str) -> String {
+    if !v.is_empty()
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        v.to_string()
+    } else {
+        format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
+    }
+}

@@ -6,7 +6,6 @@ use std::io::Cursor;
 use std::io::Write as _;
 use std::time::Instant;
 
-use blocklab_proto::{ConnInfo, InitDataResult};
 use futures::SinkExt;
 use tokio_postgres::Client;
 
@@ -160,13 +159,15 @@ pub fn create_table_statements(o: &InitOptions) -> Vec<String> {
     out
 }
 
-/// Loads the pgbench tables at `scale` into the database `conn` names.
-pub async fn init_data(conn: &ConnInfo, scale: u32) -> Result<InitDataResult, WorkerError> {
-    init_data_conninfo(&conn.to_conninfo_string(), scale).await
+/// What a data load did.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct InitReport {
+    pub seconds: f64,
+    pub accounts_rows: u64,
 }
 
-/// As [`init_data`], from a libpq-style conninfo string.
-pub async fn init_data_conninfo(conninfo: &str, scale: u32) -> Result<InitDataResult, WorkerError> {
+/// Loads the pgbench tables at `scale` into the database a libpq-style conninfo names.
+pub async fn init_data_conninfo(conninfo: &str, scale: u32) -> Result<InitReport, WorkerError> {
     init_with(conninfo, &InitOptions::new(scale)).await
 }
 
@@ -179,7 +180,7 @@ const FKEYS: [&str; 5] = [
 ];
 
 /// `pgbench -i` with every option: runs the steps in order.
-pub async fn init_with(conninfo: &str, o: &InitOptions) -> Result<InitDataResult, WorkerError> {
+pub async fn init_with(conninfo: &str, o: &InitOptions) -> Result<InitReport, WorkerError> {
     o.validate()?;
     let started = Instant::now();
     let target = Target::parse(conninfo)?;
@@ -225,7 +226,7 @@ pub async fn init_with(conninfo: &str, o: &InitOptions) -> Result<InitDataResult
     let _ = conn_task.await;
     let seconds = started.elapsed().as_secs_f64();
     tracing::info!(accounts_rows, seconds, "data loaded");
-    Ok(InitDataResult {
+    Ok(InitReport {
         seconds,
         accounts_rows,
     })

@@ -21,5 +21,5 @@ pub use engine::load::{run_load, run_load_controlled, run_load_observed};
 pub use engine::plan::ScriptSpec;
 pub use engine::report::{LoadOptions, LoadReport};
 pub use error::WorkerError;
-pub use init::{init_data, init_data_conninfo};
-pub use serve::{WorkerConfig, WorkerHandler, serve};
+pub use init::init_data_conninfo;
+pub use serve::{WorkerConfig, WorkerHandler, init_data, serve};

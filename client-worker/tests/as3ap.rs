@@ -8,10 +8,10 @@ use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{
     As3apParams, RunLoadResult, RunLoadTask, WorkloadKind, WorkloadStepResult, WorkloadStepTask,
 };
-use blocklab_worker::as3ap;
 use blocklab_worker::engine::control::LoadControl;
 use blocklab_worker::engine::stats::deserialize_histogram;
 use blocklab_worker::error::WorkerError;
+use blocklab_worker::serve::{self, Workload};
 use support::TestServer;
 
 const SINGLE_USER_ORDER: [&str; 47] = [
@@ -89,7 +89,13 @@ async fn step(
         part,
         parts: 2,
     };
-    as3ap::step(&t, &ProgressSink::detached(), &LoadControl::default()).await
+    serve::workload_step(
+        Workload::As3ap,
+        &t,
+        &ProgressSink::detached(),
+        &LoadControl::default(),
+    )
+    .await
 }
 
 async fn mix(
@@ -115,7 +121,14 @@ async fn mix(
         tx.send(()).unwrap();
         rx
     });
-    as3ap::run(&t, &ProgressSink::detached(), &LoadControl::default(), rx).await
+    serve::run_workload(
+        Workload::As3ap,
+        &t,
+        &ProgressSink::detached(),
+        &LoadControl::default(),
+        rx,
+    )
+    .await
 }
 
 async fn count(c: &tokio_postgres::Client, sql: &str) -> i64 {
@@ -380,7 +393,7 @@ async fn a_stop_ends_a_mix_early() {
         stopper.stop();
     });
     let started = std::time::Instant::now();
-    let r = as3ap::run(&t, &ProgressSink::detached(), &ctl, None)
+    let r = serve::run_workload(Workload::As3ap, &t, &ProgressSink::detached(), &ctl, None)
         .await
         .unwrap();
     assert!(
@@ -408,9 +421,14 @@ async fn invalid_rows_mix_and_step_are_refused() {
             part: 0,
             parts: 1,
         };
-        let e = as3ap::step(&t, &ProgressSink::detached(), &LoadControl::default())
-            .await
-            .unwrap_err();
+        let e = serve::workload_step(
+            Workload::As3ap,
+            &t,
+            &ProgressSink::detached(),
+            &LoadControl::default(),
+        )
+        .await
+        .unwrap_err();
         assert!(
             matches!(&e, WorkerError::InvalidArgument(m) if m.contains("rows")),
             "{e}"
@@ -423,9 +441,14 @@ async fn invalid_rows_mix_and_step_are_refused() {
         part: 0,
         parts: 1,
     };
-    let e = as3ap::step(&t, &ProgressSink::detached(), &LoadControl::default())
-        .await
-        .unwrap_err();
+    let e = serve::workload_step(
+        Workload::As3ap,
+        &t,
+        &ProgressSink::detached(),
+        &LoadControl::default(),
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(&e, WorkerError::InvalidArgument(m) if m.contains("load, single-user")),
         "{e}"
@@ -442,9 +465,15 @@ async fn invalid_rows_mix_and_step_are_refused() {
             workload: workload(rows, m),
             ..Default::default()
         };
-        let e = as3ap::run(&t, &ProgressSink::detached(), &LoadControl::default(), None)
-            .await
-            .unwrap_err();
+        let e = serve::run_workload(
+            Workload::As3ap,
+            &t,
+            &ProgressSink::detached(),
+            &LoadControl::default(),
+            None,
+        )
+        .await
+        .unwrap_err();
         assert!(
             matches!(&e, WorkerError::InvalidArgument(msg) if msg.contains(field)),
             "{e}"

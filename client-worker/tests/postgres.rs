@@ -216,7 +216,7 @@ async fn load_runs_under_every_protocol() {
                 "{what}"
             );
             assert_eq!(r.histogram.len(), r.transactions, "{what}");
-            let p = r.to_proto();
+            let p = blocklab_worker::serve::convert::load_result(&r);
             let h = blocklab_worker::engine::stats::deserialize_histogram(&p.latency_histogram)
                 .unwrap();
             assert_eq!(h.len(), r.transactions);
@@ -312,7 +312,7 @@ async fn failures_are_counted_and_connections_recover() {
         .await
     {
         task_result::Outcome::Error(e) => {
-            assert_eq!(e.stage, "measuring");
+            assert_eq!(e.stage, blocklab_spec::Stage::Measuring.as_str());
             assert!(
                 e.reason.contains("no transaction succeeded")
                     && e.reason.contains("pgbench_accounts"),

@@ -193,7 +193,10 @@ async fn serialization_failures_are_retried() {
         .unwrap()
         .get(0);
     assert_eq!(i64::from(v), r.transactions as i64);
-    assert_eq!(r.to_proto().retries, r.retries);
+    assert_eq!(
+        blocklab_worker::serve::convert::load_result(&r).retries,
+        r.retries
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -213,7 +216,10 @@ async fn rate_and_latency_limits() {
         r.schedule_lag_avg_ms >= 0.0 && r.schedule_lag_avg_ms < 50.0,
         "{r:#?}"
     );
-    assert!(r.to_proto().schedule_lag_avg_ms == r.schedule_lag_avg_ms);
+    assert!(
+        blocklab_worker::serve::convert::load_result(&r).schedule_lag_avg_ms
+            == r.schedule_lag_avg_ms
+    );
 
     // Every transaction sleeps 5 ms: all are late for a 1 ms limit; with a rate far
     // above capacity, transactions already late at their schedule are skipped.

@@ -10,6 +10,7 @@ use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{
     RunLoadResult, RunLoadTask, TpccParams, WorkloadKind, WorkloadStepResult, WorkloadStepTask,
 };
+use blocklab_worker::serve::{self, Workload};
 use blocklab_worker::{LoadControl, WorkerError, tpcc};
 use support::TestServer;
 
@@ -40,7 +41,13 @@ async fn step(
         part,
         parts,
     };
-    tpcc::step(&t, &ProgressSink::detached(), &LoadControl::default()).await
+    serve::workload_step(
+        Workload::Tpcc,
+        &t,
+        &ProgressSink::detached(),
+        &LoadControl::default(),
+    )
+    .await
 }
 
 /// schema, `parts` concurrent loads, finish.
@@ -83,7 +90,14 @@ async fn run(
         workload: Some(kind(warehouses, keying_thinking, time_scale)),
         ..RunLoadTask::default()
     };
-    tpcc::run(&t, &ProgressSink::detached(), &LoadControl::default(), None).await
+    serve::run_workload(
+        Workload::Tpcc,
+        &t,
+        &ProgressSink::detached(),
+        &LoadControl::default(),
+        None,
+    )
+    .await
 }
 
 async fn count(server: &TestServer, db: &str, table: &str) -> i64 {
@@ -246,7 +260,7 @@ async fn run_mix_keying_and_broken_check() {
         ..RunLoadTask::default()
     };
     let started = Instant::now();
-    let e = tpcc::run(&t, &ProgressSink::detached(), &ctl, None)
+    let e = serve::run_workload(Workload::Tpcc, &t, &ProgressSink::detached(), &ctl, None)
         .await
         .unwrap_err();
     assert!(e.to_string().contains("cancelled"), "{e}");
@@ -310,9 +324,14 @@ async fn zero_warehouses_is_refused() {
         part: 0,
         parts: 1,
     };
-    let e = tpcc::step(&t, &ProgressSink::detached(), &LoadControl::default())
-        .await
-        .unwrap_err();
+    let e = serve::workload_step(
+        Workload::Tpcc,
+        &t,
+        &ProgressSink::detached(),
+        &LoadControl::default(),
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(&e, WorkerError::InvalidArgument(m) if m.contains("warehouses")),
         "{e:?}"
@@ -324,9 +343,15 @@ async fn zero_warehouses_is_refused() {
         workload: Some(kind(0, false, 0.0)),
         ..RunLoadTask::default()
     };
-    let e = tpcc::run(&t, &ProgressSink::detached(), &LoadControl::default(), None)
-        .await
-        .unwrap_err();
+    let e = serve::run_workload(
+        Workload::Tpcc,
+        &t,
+        &ProgressSink::detached(),
+        &LoadControl::default(),
+        None,
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(&e, WorkerError::InvalidArgument(m) if m.contains("warehouses")),
         "{e:?}"

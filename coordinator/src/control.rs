@@ -13,7 +13,7 @@ use crate::catalog::{JobRecord, RunRecord};
 use crate::error::status;
 use crate::results;
 use crate::scheduler::Scheduler;
-use blocklab_spec::JobPlan;
+use blocklab_spec::{JobPlan, RunState, Stage};
 
 /// `{:?}` of a caller's value, cut to 64 characters.
 fn shown(value: &str) -> String {
@@ -195,17 +195,18 @@ impl Control for ControlService {
                         return;
                     }
                 };
-                let mut runs: Vec<RunInfo> = catalog
-                    .runs(&id)
-                    .await
-                    .map(|r| r.iter().map(run_info).collect())
-                    .unwrap_or_default();
-                for r in runs
-                    .iter_mut()
-                    .filter(|r| r.state == "running" && r.stage == "measuring")
-                {
-                    r.live_tps = scheduler.live_tps(&r.run_id);
-                }
+                let records = catalog.runs(&id).await.unwrap_or_default();
+                let runs: Vec<RunInfo> = records
+                    .iter()
+                    .map(|r| RunInfo {
+                        live_tps: if r.state == RunState::Running && r.stage == Stage::Measuring {
+                            scheduler.live_tps(&r.run_id)
+                        } else {
+                            0.0
+                        },
+                        ..run_info(r)
+                    })
+                    .collect();
                 let s = summary(&job);
                 let finished = job.is_finished();
                 let prev_runs = last.as_ref().map(|(_, r)| r.clone()).unwrap_or_default();

@@ -78,7 +78,13 @@ impl Scheduler {
                 }
                 Ok(Outcome::Error(e)) => {
                     self.catalog
-                        .fail_run(&run.run_id, attempt, "measuring", &e.reason, &e.log_tail)
+                        .fail_run(
+                            &run.run_id,
+                            attempt,
+                            Stage::Measuring,
+                            &e.reason,
+                            &e.log_tail,
+                        )
                         .await?;
                 }
                 Ok(_) => {
@@ -86,7 +92,7 @@ impl Scheduler {
                         .fail_run(
                             &run.run_id,
                             attempt,
-                            "measuring",
+                            Stage::Measuring,
                             "agent answered with the wrong result kind",
                             "",
                         )
@@ -94,7 +100,7 @@ impl Scheduler {
                 }
                 Err(e) => {
                     self.catalog
-                        .fail_run(&run.run_id, attempt, "measuring", &e.to_string(), "")
+                        .fail_run(&run.run_id, attempt, Stage::Measuring, &e.to_string(), "")
                         .await?;
                 }
             }

@@ -39,15 +39,15 @@ pub(crate) struct RunCtx<'a> {
 /// run may be retried; otherwise the run failed.
 #[derive(Debug)]
 pub(crate) struct Failure {
-    pub stage: String,
+    pub stage: Stage,
     pub reason: String,
     pub tail: String,
     pub lost: bool,
 }
 
-pub(crate) fn fail(stage: &str, reason: impl Into<String>, tail: impl Into<String>) -> Failure {
+pub(crate) fn fail(stage: Stage, reason: impl Into<String>, tail: impl Into<String>) -> Failure {
     Failure {
-        stage: stage.to_string(),
+        stage,
         reason: reason.into(),
         tail: tail.into(),
         lost: false,
@@ -58,17 +58,14 @@ pub(crate) fn fail(stage: &str, reason: impl Into<String>, tail: impl Into<Strin
 pub(crate) fn unrecorded(stage: Stage) -> impl FnOnce(CatalogError) -> Failure {
     move |e| {
         tracing::error!(stage = %stage, error = %e, "cannot record a run step");
-        fail(stage.as_str(), format!("catalog: {e}"), "")
+        fail(stage, format!("catalog: {e}"), "")
     }
 }
 
-pub(crate) fn unexpected(stage: &str, outcome: Result<Outcome, CallError>) -> Failure {
+pub(crate) fn unexpected(stage: Stage, outcome: Result<Outcome, CallError>) -> Failure {
     match outcome {
-        Ok(Outcome::Error(e)) => fail(
-            if e.stage.is_empty() { stage } else { &e.stage },
-            e.reason,
-            e.log_tail,
-        ),
+        // The host's stage when it names one this coordinator knows, else the step's own.
+        Ok(Outcome::Error(e)) => fail(e.stage.parse().unwrap_or(stage), e.reason, e.log_tail),
         Ok(_) => fail(stage, "host answered with the wrong result kind", ""),
         Err(e) => Failure {
             lost: true,
@@ -138,7 +135,7 @@ impl Scheduler {
             o = self.measure(&ctx) => Some(o),
             gone = self.host_down(&hosts) => Some(Err(Failure {
                 lost: true,
-                ..fail("measuring", format!("host {gone} went down during the run"), "")
+                ..fail(Stage::Measuring, format!("host {gone} went down during the run"), "")
             })),
             _ = cancelled.wait_for(|c| *c) => None,
         };
@@ -199,13 +196,13 @@ impl Scheduler {
             Err(f) if f.lost => {
                 tracing::warn!(run_id, attempt, stage = %f.stage, reason = %f.reason, "run lost");
                 self.catalog
-                    .lose_run(run_id, attempt, &f.stage, &f.reason)
+                    .lose_run(run_id, attempt, f.stage, &f.reason)
                     .await?;
             }
             Err(f) => {
                 tracing::warn!(run_id, stage = %f.stage, reason = %f.reason, "run failed");
                 self.catalog
-                    .fail_run(run_id, attempt, &f.stage, &f.reason, &f.tail)
+                    .fail_run(run_id, attempt, f.stage, &f.reason, &f.tail)
                     .await?;
             }
         }
@@ -279,7 +276,7 @@ impl Scheduler {
             .await
         {
             Ok(Outcome::PrepareServer(p)) => p,
-            other => return Err(unexpected("starting", other)),
+            other => return Err(unexpected(Stage::Starting, other)),
         };
         let conninfo = server.conninfo.clone().unwrap_or_default();
         let record = ServerRecord {
@@ -305,7 +302,7 @@ impl Scheduler {
         self.catalog
             .record_server(run_id, attempt, &record)
             .await
-            .map_err(|e| fail("starting", e.to_string(), ""))?;
+            .map_err(|e| fail(Stage::Starting, e.to_string(), ""))?;
         let choices = RunChoices {
             os_cache_dropped: Some(server.os_cache_dropped),
             wal_dir: Some(server.wal_dir.clone()).filter(|w| !w.is_empty()),
@@ -316,12 +313,12 @@ impl Scheduler {
         self.catalog
             .record_run_choices(run_id, attempt, &choices)
             .await
-            .map_err(|e| fail("starting", e.to_string(), ""))?;
+            .map_err(|e| fail(Stage::Starting, e.to_string(), ""))?;
         self.changed(job_id);
         let (want_bs, want_wal) = (cell.block_size_kb * 1024, cell.wal_block_size_kb * 1024);
         if server.block_size != want_bs || server.wal_block_size != want_wal {
             return Err(fail(
-                "starting",
+                Stage::Starting,
                 format!(
                     "live server reports block_size {} / wal_block_size {}, the cell asks for {want_bs} / {want_wal}",
                     server.block_size, server.wal_block_size
@@ -349,10 +346,10 @@ impl Scheduler {
                     }
                 }
                 Ok(Ok(_)) | Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {}
-                Ok(Err(_)) => return Err(fail("measuring", "progress channel closed", "")),
+                Ok(Err(_)) => return Err(fail(Stage::Measuring, "progress channel closed", "")),
                 Err(_) => {
                     return Err(fail(
-                        "measuring",
+                        Stage::Measuring,
                         format!("workers did not connect their clients within {READY_TIMEOUT:?}"),
                         "",
                     ));
@@ -382,7 +379,7 @@ impl Scheduler {
             .await
         {
             Ok(Outcome::SnapshotStats(s)) => Ok(s),
-            other => Err(unexpected("measuring", other)),
+            other => Err(unexpected(Stage::Measuring, other)),
         }
     }
 }

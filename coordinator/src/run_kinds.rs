@@ -127,7 +127,7 @@ impl Scheduler {
             .await
         {
             Ok(Outcome::InitData(_)) => {}
-            other => return Err(unexpected("loading-data", other)),
+            other => return Err(unexpected(Stage::LoadingData, other)),
         }
         let w = self
             .window(
@@ -161,9 +161,9 @@ impl Scheduler {
         step: &str,
     ) -> Result<Vec<WorkloadStepResult>, Failure> {
         let stage = if step == "check" {
-            "checking"
+            Stage::Checking
         } else {
-            "loading-data"
+            Stage::LoadingData
         };
         let parts = u32::try_from(workers).unwrap_or(1);
         let calls = ctx.workers[..workers].iter().enumerate().map(|(i, w)| {
@@ -323,7 +323,7 @@ impl Scheduler {
             .await
         {
             Ok(Outcome::RunMaintenance(r)) => r,
-            other => return Err(unexpected("maintenance", other)),
+            other => return Err(unexpected(Stage::Maintenance, other)),
         };
         let after = self
             .snapshot(ctx.agent, ctx.run_id, ctx.attempt, false)
@@ -335,7 +335,7 @@ impl Scheduler {
             .map_or(0.0, |m| m.value);
         if metrics.len() <= 1 {
             return Err(fail(
-                "maintenance",
+                Stage::Maintenance,
                 "the agent reported no step timings",
                 "",
             ));

@@ -78,7 +78,7 @@ impl Scheduler {
                 };
                 w.notify(coordinator_message::Kind::Go(go))
                     .await
-                    .map_err(|e| fail("measuring", e.to_string(), ""))?;
+                    .map_err(|e| fail(Stage::Measuring, e.to_string(), ""))?;
             }
             let workload = spec.cell_workload(cell);
             let stage = if workload.warmup.is_zero() {
@@ -99,7 +99,7 @@ impl Scheduler {
         for r in results {
             match r {
                 Ok(Outcome::RunLoad(r)) => parts.push(r),
-                other => return Err(unexpected("measuring", other)),
+                other => return Err(unexpected(Stage::Measuring, other)),
             }
         }
         let after = self.snapshot(agent, run_id, attempt, false).await?;
@@ -117,7 +117,7 @@ impl Scheduler {
             .await
             .map_err(unrecorded(Stage::Collecting))?;
         let merged =
-            crate::merge::merge(&parts).map_err(|e| fail("collecting", e.to_string(), ""))?;
+            crate::merge::merge(&parts).map_err(|e| fail(Stage::Collecting, e.to_string(), ""))?;
         let stats = deltas(&before, &after);
         let mut worker_threads = Vec::with_capacity(workers.len());
         for w in workers {
@@ -158,7 +158,7 @@ pub(crate) fn check_no_restart(
         && before.postmaster_start_time != after.postmaster_start_time
     {
         return Err(fail(
-            "measuring",
+            Stage::Measuring,
             format!(
                 "the server restarted during the measured window (postmaster start time {} became {})",
                 before.postmaster_start_time, after.postmaster_start_time

@@ -106,7 +106,7 @@ pub fn spec_kind(text: &str) -> Result<JobKind, SpecError> {
 impl ProbeSpec {
     pub fn parse(text: &str) -> Result<Self, SpecError> {
         let raw: RawProbeSpec = toml::from_str(text).map_err(|e| toml_error(text, e))?;
-        if raw.kind != "probe" {
+        if raw.kind.parse() != Ok(JobKind::Probe) {
             return Err(SpecError::new("kind", "a probe spec has kind = \"probe\""));
         }
         if raw.name.trim().is_empty() || raw.name.len() > 200 {

@@ -132,6 +132,7 @@ named_enum!(
         /// The agent stops the run's server.
         Stopping = "stopping",
         Done = "done",
+        Cancelled = "cancelled",
     }
 );
 
@@ -155,7 +156,7 @@ mod tests {
             e.to_string(),
             "unknown stage \"measure\" (allowed: queued, building, starting, loading-data, \
              warming-up, ready, measuring, single-user, maintenance, probing, checking, \
-             collecting, stopping, done)"
+             collecting, stopping, done, cancelled)"
         );
         assert_eq!(
             serde_json::to_string(&Stage::LoadingData).unwrap(),

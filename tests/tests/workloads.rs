@@ -158,8 +158,7 @@ async fn tpcc_like_job_reports_notpm_and_passes_its_consistency_checks() {
         .await
         .expect("job")
         .into_inner();
-    let text =
-        blocklab_cli::render_run_detail(detail.run_detail.as_ref().expect("detail"));
+    let text = blocklab_cli::render_run_detail(detail.run_detail.as_ref().expect("detail"));
     assert!(text.contains("notpm") && text.contains("NOTPM"), "{text}");
     // `blocklab jobs` says what the job runs.
     let jobs = lab
@@ -187,7 +186,7 @@ async fn tpcc_like_job_reports_notpm_and_passes_its_consistency_checks() {
         .await
         .expect("export")
         .into_inner();
-    let charts = blocklab_coordinator::report::plot::charts(&export);
+    let charts = blocklab_report::plot::charts(&export);
     let names: Vec<&str> = charts.iter().map(|c| c.file_name.as_str()).collect();
     assert!(names.contains(&"notpm-vs-page-size.svg"), "{names:?}");
     let change = charts
@@ -195,7 +194,7 @@ async fn tpcc_like_job_reports_notpm_and_passes_its_consistency_checks() {
         .find(|c| c.file_name == "change-by-metric.svg")
         .unwrap_or_else(|| panic!("no change chart in {names:?}"));
     assert!(change.svg.contains(r#"data-metric="new_order.p90_ms""#));
-    let report = blocklab_coordinator::report::html::report(&export);
+    let report = blocklab_report::html::report(&export);
     assert!(
         report.contains("Per metric"),
         "the HTML report has the per-metric table"

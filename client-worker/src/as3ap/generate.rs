@@ -6,6 +6,7 @@
 use std::io::Write;
 
 use blocklab_script::prng::PgPrng;
+use blocklab_script::prng::splitmix64_mix as mix;
 
 const BILLION: i64 = 1_000_000_000;
 /// Days from 1900-01-01 covered by `col_date` (AS3AP: 1/1/1900 to about 12/2000).
@@ -53,8 +54,6 @@ impl Table {
         }
     }
 }
-
-use blocklab_script::prng::splitmix64_mix as mix;
 
 fn hash(seed: u64, i: u64) -> u64 {
     mix(seed ^ mix(i.wrapping_add(0x9E37_79B9_7F4A_7C15)))

@@ -36,6 +36,7 @@
 
 mod generate;
 mod list;
+mod mix;
 mod multi;
 mod queries;
 mod result;
@@ -44,77 +45,104 @@ mod schema;
 use std::time::Instant;
 
 use blocklab_daemon::fleet::ProgressSink;
-use blocklab_proto::{
-    ConnInfo, RunLoadResult, RunLoadTask, WorkloadKind, WorkloadMetric, WorkloadStepResult,
-    WorkloadStepTask,
-};
+use blocklab_script::Protocol;
 use tokio::sync::oneshot;
 use tokio_postgres::Client;
 
 use crate::conn::Target;
 use crate::engine::control::LoadControl;
+use crate::engine::window::{Metric, StepOutcome, StepParams, WindowOutcome, WindowParams};
 use crate::error::WorkerError;
 
 pub use generate::{ADDRESS_1, CODE_1, NAME_1};
+pub use mix::Mix;
 
 pub const MIN_ROWS: u64 = 1000;
 pub const MAX_ROWS: u64 = 100_000_000;
 
-/// The validated row count of `workload.as3ap.rows`.
-fn rows_of(w: Option<&WorkloadKind>) -> Result<u64, WorkerError> {
-    let rows = w.and_then(|w| w.as3ap.as_ref()).map_or(0, |a| a.rows);
-    if !(MIN_ROWS..=MAX_ROWS).contains(&rows) {
-        return Err(WorkerError::InvalidArgument(format!(
-            "workload.as3ap.rows must be between {MIN_ROWS} and {MAX_ROWS}, got {rows}"
-        )));
+/// The row count of each of uniques, hundred, tenpct and updates, validated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rows(u64);
+
+impl Rows {
+    pub fn new(rows: u64) -> Result<Rows, WorkerError> {
+        if !(MIN_ROWS..=MAX_ROWS).contains(&rows) {
+            return Err(WorkerError::InvalidArgument(format!(
+                "workload.as3ap.rows must be between {MIN_ROWS} and {MAX_ROWS}, got {rows}"
+            )));
+        }
+        Ok(Rows(rows))
     }
-    Ok(rows)
-}
 
-fn secs(name: &str, value: f64) -> WorkloadMetric {
-    WorkloadMetric {
-        name: name.to_string(),
-        value,
-        unit: "s".into(),
-        higher_is_better: false,
+    pub fn get(self) -> u64 {
+        self.0
     }
 }
 
-async fn open(
-    conn: Option<&ConnInfo>,
-) -> Result<(Client, tokio::task::JoinHandle<()>), WorkerError> {
-    let text = conn
-        .map(ConnInfo::to_conninfo_string)
-        .ok_or_else(|| WorkerError::InvalidArgument("conninfo is missing".into()))?;
-    Target::parse(&text)?.connect().await
+/// A step outside the measured window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum As3apStep {
+    /// Create and load the tables, build the indexes.
+    Load,
+    /// The timed single-user query list.
+    SingleUser,
 }
 
-/// Runs one step outside the measured window (see `WorkloadStepTask.step`).
+impl As3apStep {
+    pub fn name(self) -> &'static str {
+        match self {
+            As3apStep::Load => "load",
+            As3apStep::SingleUser => "single-user",
+        }
+    }
+}
+
+impl std::str::FromStr for As3apStep {
+    type Err = WorkerError;
+
+    fn from_str(s: &str) -> Result<As3apStep, WorkerError> {
+        match s {
+            "load" => Ok(As3apStep::Load),
+            "single-user" => Ok(As3apStep::SingleUser),
+            other => Err(WorkerError::InvalidArgument(format!(
+                "step {other:?} is unknown for as3ap; allowed: load, single-user"
+            ))),
+        }
+    }
+}
+
+fn secs(name: &str, value: f64) -> Metric {
+    Metric::seconds(name, value)
+}
+
+async fn open(conn: Option<&str>) -> Result<(Client, tokio::task::JoinHandle<()>), WorkerError> {
+    let text = conn.ok_or_else(|| WorkerError::InvalidArgument("conninfo is missing".into()))?;
+    Target::parse(text)?.connect().await
+}
+
+/// Runs one step outside the measured window (on part 0 only).
 pub async fn step(
-    t: &WorkloadStepTask,
+    step: As3apStep,
+    rows: Rows,
+    t: &StepParams,
     progress: &ProgressSink,
     ctl: &LoadControl,
-) -> Result<WorkloadStepResult, WorkerError> {
-    let rows = rows_of(t.workload.as_ref())?;
-    if t.step != "load" && t.step != "single-user" {
-        return Err(WorkerError::InvalidArgument(format!(
-            "step {:?} is unknown for as3ap; allowed: load, single-user",
-            t.step
-        )));
-    }
+) -> Result<StepOutcome, WorkerError> {
+    let rows = rows.get();
     let parts = t.parts.max(1);
     if t.part != 0 {
-        return Ok(WorkloadStepResult {
+        return Ok(StepOutcome {
             seconds: 0.0,
             metrics: Vec::new(),
             notes: vec![format!(
                 "part {} of {parts}: the as3ap {} step runs on part 0 only",
-                t.part, t.step
+                t.part,
+                step.name()
             )],
         });
     }
     let started = Instant::now();
-    let (client, conn_task) = open(t.conninfo.as_ref()).await?;
+    let (client, conn_task) = open(t.conninfo.as_deref()).await?;
     // A cancel interrupts the statement in progress (a long index build or query).
     let token = client.cancel_token();
     let stopped = ctl.stopped.clone();
@@ -122,7 +150,7 @@ pub async fn step(
         stopped.notified().await;
         let _ = token.cancel_query(tokio_postgres::NoTls).await;
     });
-    let res = if t.step == "load" {
+    let res = if step == As3apStep::Load {
         load(&client, rows, progress, ctl).await
     } else {
         single_user(&client, rows, progress, ctl).await
@@ -131,14 +159,14 @@ pub async fn step(
     drop(client);
     let _ = conn_task.await;
     let (metrics, notes) = res?;
-    Ok(WorkloadStepResult {
+    Ok(StepOutcome {
         seconds: started.elapsed().as_secs_f64(),
         metrics,
         notes,
     })
 }
 
-type Measured = (Vec<WorkloadMetric>, Vec<String>);
+type Measured = (Vec<Metric>, Vec<String>);
 
 async fn load(
     client: &Client,
@@ -233,17 +261,24 @@ async fn single_user(
 /// Runs this worker's share of the measured window: connect, report "ready", wait for `go`
 /// (when given), warm up, measure.
 pub async fn run(
-    t: &RunLoadTask,
+    t: &WindowParams,
+    rows: Rows,
+    mix: Mix,
     progress: &ProgressSink,
     ctl: &LoadControl,
     go: Option<oneshot::Receiver<()>>,
-) -> Result<RunLoadResult, WorkerError> {
-    let rows = rows_of(t.workload.as_ref())?;
-    let mix_name = t
-        .workload
-        .as_ref()
-        .and_then(|w| w.as3ap.as_ref())
-        .map_or("", |a| a.mix.as_str());
-    let mix = multi::Mix::parse(mix_name)?;
-    multi::run_mix(t, rows, mix, progress, ctl, go).await
+) -> Result<WindowOutcome, WorkerError> {
+    multi::run_mix(t, rows.get(), mix, progress, ctl, go).await
+}
+
+/// The protocol of an as3ap mix (empty: simple).
+pub fn protocol(s: &str) -> Result<Protocol, WorkerError> {
+    match s {
+        "" | "simple" => Ok(Protocol::Simple),
+        "extended" => Ok(Protocol::Extended),
+        "prepared" => Ok(Protocol::Prepared),
+        other => Err(WorkerError::InvalidArgument(format!(
+            "protocol {other:?} is unknown; allowed: simple, extended, prepared"
+        ))),
+    }
 }

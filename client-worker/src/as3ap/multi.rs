@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use blocklab_daemon::fleet::ProgressSink;
-use blocklab_proto::{RunLoadResult, RunLoadTask};
 use tokio::sync::oneshot;
 use tokio_postgres::{Client, SimpleQueryMessage, Statement};
 
@@ -15,66 +14,14 @@ use crate::conn::Target;
 use crate::cpu::CpuTimes;
 use crate::engine::control::LoadControl;
 use crate::engine::stats::ClientStats;
-use crate::engine::stats::WindowFacts;
+use crate::engine::window::{WindowFacts, WindowOutcome, WindowParams};
 use crate::error::{WorkerError, describe};
+use blocklab_script::Protocol;
 use blocklab_script::prng::PgPrng;
 
+use super::mix::Mix;
 use super::result::result;
 use crate::engine::live::report_live;
-
-/// A multi-user mix.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mix {
-    Ir,
-    Oltp,
-}
-
-impl Mix {
-    pub fn parse(s: &str) -> Result<Mix, WorkerError> {
-        match s {
-            "mixed-ir" => Ok(Mix::Ir),
-            "mixed-oltp" => Ok(Mix::Oltp),
-            other => Err(WorkerError::InvalidArgument(format!(
-                "workload.as3ap.mix {other:?} is unknown; allowed: mixed-ir, mixed-oltp"
-            ))),
-        }
-    }
-
-    /// The name of its query class and metric prefix.
-    pub fn class(self) -> &'static str {
-        match self {
-            Mix::Ir => "mixed_ir",
-            Mix::Oltp => "mixed_oltp",
-        }
-    }
-
-    fn sql(self) -> &'static str {
-        match self {
-            Mix::Ir => {
-                "select col_key, col_code, col_date, col_signed, col_name from updates where col_key = "
-            }
-            Mix::Oltp => "update updates set col_signed = col_signed + 1 where col_key = ",
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Protocol {
-    Simple,
-    Extended,
-    Prepared,
-}
-
-fn protocol(s: &str) -> Result<Protocol, WorkerError> {
-    match s {
-        "" | "simple" => Ok(Protocol::Simple),
-        "extended" => Ok(Protocol::Extended),
-        "prepared" => Ok(Protocol::Prepared),
-        other => Err(WorkerError::InvalidArgument(format!(
-            "protocol {other:?} is unknown; allowed: simple, extended, prepared"
-        ))),
-    }
-}
 
 /// One user's connection and random stream.
 struct User {
@@ -217,31 +164,30 @@ async fn connect(
 
 /// Runs `mix` with `t.clients` users against a database of `rows` rows per table.
 pub async fn run_mix(
-    t: &RunLoadTask,
+    t: &WindowParams,
     rows: u64,
     mix: Mix,
     progress: &ProgressSink,
     ctl: &LoadControl,
     go: Option<oneshot::Receiver<()>>,
-) -> Result<RunLoadResult, WorkerError> {
-    let proto = protocol(&t.protocol)?;
+) -> Result<WindowOutcome, WorkerError> {
+    let proto = t.protocol;
     if t.clients == 0 {
         return Err(WorkerError::InvalidArgument(
             "clients must be at least 1".into(),
         ));
     }
-    if t.duration_ms == 0 {
+    if t.duration.is_zero() {
         return Err(WorkerError::InvalidArgument(
             "duration_ms must be positive for an as3ap mix".into(),
         ));
     }
     let conninfo = t
         .conninfo
-        .as_ref()
+        .as_deref()
         .ok_or_else(|| WorkerError::InvalidArgument("conninfo is missing".into()))?;
-    let target = Target::parse(&conninfo.to_conninfo_string())?;
-    let random_seed =
-        crate::engine::control::effective_seed((t.random_seed != 0).then_some(t.random_seed));
+    let target = Target::parse(conninfo)?;
+    let random_seed = crate::engine::control::effective_seed(t.random_seed);
     // As the pgbench engine: one draw of the base sequence seeds each user, and users of
     // other workers take the draws before ours.
     let mut base = PgPrng::seed(random_seed);
@@ -274,8 +220,8 @@ pub async fn run_mix(
             _ = ctl.stopped.notified() => return Err(WorkerError::Run("cancelled before the go".into())),
         }
     }
-    let duration = Duration::from_millis(t.duration_ms);
-    let start = Instant::now() + Duration::from_millis(t.warmup_ms);
+    let duration = t.duration;
+    let start = Instant::now() + t.warmup;
     let w = Arc::new(Window {
         start,
         end: start + duration,
@@ -296,11 +242,11 @@ pub async fn run_mix(
             ))
         })
         .collect();
-    if t.warmup_ms > 0 {
+    if !t.warmup.is_zero() {
         progress
             .stage(
                 blocklab_spec::Stage::WarmingUp,
-                &format!("{} s warm-up", t.warmup_ms as f64 / 1e3),
+                &format!("{} s warm-up", t.warmup.as_secs_f64()),
             )
             .await;
         tokio::select! {

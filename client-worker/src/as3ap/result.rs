@@ -1,10 +1,9 @@
 //! The result of a multi-user mix in the pgbench engine's form, plus its query class and
 //! tuples per second.
 
-use blocklab_proto::{RunLoadResult, TxnTypeStats, WorkloadMetric};
-
-use super::multi::Mix;
-use crate::engine::stats::{self, ClientStats, WindowFacts};
+use super::mix::Mix;
+use crate::engine::stats::ClientStats;
+use crate::engine::window::{Metric, TxnTypeOutcome, WindowFacts, WindowOutcome, WindowSummary};
 
 /// A mix's window as a result: the common figures, its query class with the tuples, and
 /// tuples per second.
@@ -14,21 +13,25 @@ pub fn result(
     mix: Mix,
     facts: &WindowFacts,
     tup_per_s: f64,
-) -> RunLoadResult {
-    let mut r = stats::window_result(total, facts);
-    r.metrics = vec![WorkloadMetric {
+) -> WindowOutcome {
+    let summary = WindowSummary::new(total, facts);
+    let metrics = vec![Metric {
         name: format!("{}.tup_per_s", mix.class()),
         value: tup_per_s,
         unit: "tup/s".into(),
         higher_is_better: true,
     }];
-    r.txn_types = vec![TxnTypeStats {
+    let txn_types = vec![TxnTypeOutcome {
         name: mix.class().into(),
         count: total.transactions,
         rollbacks: 0,
         failures: total.failures,
-        latency_histogram: r.latency_histogram.clone(),
+        histogram: summary.histogram.clone(),
         rows: tuples,
     }];
-    r
+    WindowOutcome {
+        summary,
+        metrics,
+        txn_types,
+    }
 }

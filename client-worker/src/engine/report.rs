@@ -1,13 +1,13 @@
-//! What a load run is asked to do (from flags or a RunLoad task) and what it reports.
+//! What a load run is asked to do (from flags, or a RunLoad task through `serve`) and what
+//! it reports.
 
 use std::time::Duration;
 
-use blocklab_proto::{PerSecondSample, RunLoadResult, RunLoadTask};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::cpu::CpuTimes;
-use crate::engine::plan::{Plan, ScriptSpec, split_weight};
+use crate::engine::plan::{Plan, ScriptSpec};
 use crate::engine::stats::{self, ClientStats, Sample};
 use crate::error::WorkerError;
 use blocklab_script::builtin::{Builtin, Protocol};
@@ -93,60 +93,6 @@ impl LoadOptions {
         } else {
             self.script_specs.clone()
         }
-    }
-
-    pub fn from_task(task: &RunLoadTask) -> Result<Self, WorkerError> {
-        let conn = task
-            .conninfo
-            .as_ref()
-            .ok_or_else(|| WorkerError::InvalidArgument("run-load task without conninfo".into()))?;
-        let bad = WorkerError::InvalidArgument;
-        let mut specs = Vec::new();
-        if !task.scripts.is_empty() {
-            for s in &task.scripts {
-                specs.push(ScriptSpec::file(&s.name, s.text.clone(), s.weight.max(1)));
-            }
-        } else if !task.builtin.is_empty() {
-            let (name, w) = split_weight(&task.builtin).map_err(bad)?;
-            specs.push(ScriptSpec::builtin(name.parse().map_err(bad)?, w));
-        } else {
-            for b in &task.builtins {
-                specs.push(ScriptSpec::builtin(
-                    b.name.parse().map_err(bad)?,
-                    b.weight.max(1),
-                ));
-            }
-        }
-        if task.rate < 0.0 || task.latency_limit_ms < 0.0 {
-            return Err(bad("rate and latency_limit_ms must not be negative".into()));
-        }
-        Ok(LoadOptions {
-            conninfo: conn.to_conninfo_string(),
-            script_specs: specs,
-            clients: task.clients,
-            threads: task.threads.max(1),
-            duration: Duration::from_millis(task.duration_ms),
-            warmup: Duration::from_millis(task.warmup_ms),
-            protocol: task.protocol.parse().map_err(bad)?,
-            scale: task.scale,
-            transactions_per_client: task.transactions_per_client,
-            rate: task.rate,
-            latency_limit: (task.latency_limit_ms > 0.0)
-                .then(|| Duration::from_secs_f64(task.latency_limit_ms / 1e3)),
-            max_tries: task.max_tries.max(1),
-            random_seed: (task.random_seed != 0).then_some(task.random_seed),
-            client_id_offset: task.client_id_offset,
-            variables: task
-                .variables
-                .iter()
-                .map(|s| (s.name.clone(), s.value.clone()))
-                .collect(),
-            reconnect: task.reconnect,
-            per_statement: false,
-            progress_interval: None,
-            allow_shell: false,
-            report_live: true,
-        })
     }
 
     pub fn validate(&self) -> Result<(), WorkerError> {
@@ -352,46 +298,6 @@ impl LoadReport {
             first_error: total.first_error.clone(),
             samples: total.samples(),
             histogram: total.histogram.clone(),
-        }
-    }
-
-    /// The wire form sent to the coordinator.
-    pub fn to_proto(&self) -> RunLoadResult {
-        RunLoadResult {
-            transactions: self.transactions,
-            failures: self.failures,
-            tps_including_connections: self.tps_including_connections,
-            tps_excluding_connections: self.tps_excluding_connections,
-            latency_avg_ms: self.latency_avg_ms,
-            latency_stddev_ms: self.latency_stddev_ms,
-            latency_p50_ms: self.latency_p50_ms,
-            latency_p90_ms: self.latency_p90_ms,
-            latency_p99_ms: self.latency_p99_ms,
-            latency_max_ms: self.latency_max_ms,
-            connection_time_ms: self.connection_time_ms,
-            measured_seconds: self.measured_seconds,
-            client_cpu_user_s: self.client_cpu_user_s,
-            client_cpu_system_s: self.client_cpu_system_s,
-            samples: self
-                .samples
-                .iter()
-                .map(|s| PerSecondSample {
-                    second: s.second,
-                    transactions: s.transactions,
-                    latency_avg_ms: s.latency_avg_ms,
-                    failures: s.failures,
-                })
-                .collect(),
-            latency_histogram: stats::serialize_histogram(&self.histogram),
-            latency_p999_ms: self.latency_p999_ms,
-            retries: self.retries,
-            skipped: self.skipped,
-            late: self.late,
-            schedule_lag_avg_ms: self.schedule_lag_avg_ms,
-            random_seed: self.random_seed,
-            clients: self.clients,
-            metrics: Vec::new(),
-            txn_types: Vec::new(),
         }
     }
 }

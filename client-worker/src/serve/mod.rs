@@ -10,12 +10,18 @@ use blocklab_daemon::fleet::{ProgressSink, SessionConfig, TaskHandler, run_sessi
 use blocklab_proto::{CancelTask, Go, Hello, Role, Task, task, task_result};
 use tokio::sync::oneshot;
 
+use blocklab_spec::Stage;
+
 use crate::engine::control::LoadControl;
 use crate::engine::load::run_load_controlled;
-use crate::engine::report::LoadOptions;
 use crate::error::WorkerError;
 use crate::facts;
-use crate::init::init_data;
+
+pub mod convert;
+mod workload;
+
+pub use convert::Workload;
+pub use workload::{init_data, run_workload, workload_step};
 
 /// How the daemon dials and identifies itself.
 #[derive(Clone, Debug)]
@@ -138,23 +144,24 @@ impl WorkerHandler {
         progress: &ProgressSink,
     ) -> task_result::Outcome {
         crate::metrics::LOADS_RUN.inc();
-        let kind = t.workload.as_ref().map_or("", |w| w.kind.as_str());
+        let measuring = Stage::Measuring.as_str();
+        let Some(kind) = Workload::of(t.workload.as_ref()) else {
+            let other = t.workload.as_ref().map_or("", |w| w.kind.as_str());
+            return task_error(
+                measuring,
+                format!("workload kind {other:?} is unknown; allowed: pgbench, tpcc, as3ap"),
+                "",
+            );
+        };
         let opts = match kind {
-            "" | "pgbench" => match LoadOptions::from_task(t) {
+            Workload::Pgbench => match convert::load_options(t) {
                 Ok(o) => Some(o),
-                Err(e) => return task_error("measuring", e.to_string(), ""),
+                Err(e) => return task_error(measuring, e.to_string(), ""),
             },
-            "tpcc" | "as3ap" => None,
-            other => {
-                return task_error(
-                    "measuring",
-                    format!("workload kind {other:?} is unknown; allowed: pgbench, tpcc, as3ap"),
-                    "",
-                );
-            }
+            Workload::Tpcc | Workload::As3ap => None,
         };
         if lock(&self.cancelled).remove(task_id) {
-            return task_error("measuring", "cancelled", "");
+            return task_error(measuring, "cancelled", "");
         }
         let ctl = LoadControl::default();
         let (go_tx, go_rx) = oneshot::channel();
@@ -193,19 +200,18 @@ impl WorkerHandler {
                             r.first_error.as_deref().unwrap_or("no error recorded")
                         )))
                     } else {
-                        Ok(r.to_proto())
+                        Ok(convert::load_result(&r))
                     }
                 }),
-            (None, "tpcc") => crate::tpcc::run(t, progress, &ctl, go).await,
-            (None, _) => crate::as3ap::run(t, progress, &ctl, go).await,
+            (None, kind) => run_workload(kind, t, progress, &ctl, go).await,
         };
         *lock(&self.running) = None;
         if ctl.stop.load(std::sync::atomic::Ordering::Relaxed) {
-            return task_error("measuring", "cancelled", "");
+            return task_error(measuring, "cancelled", "");
         }
         match res {
             Ok(r) => task_result::Outcome::RunLoad(r),
-            Err(e) => task_error("measuring", e.to_string(), ""),
+            Err(e) => task_error(measuring, e.to_string(), ""),
         }
     }
 
@@ -218,11 +224,8 @@ impl WorkerHandler {
         t: &blocklab_proto::WorkloadStepTask,
         progress: &ProgressSink,
     ) -> task_result::Outcome {
-        let stage = if t.step == "check" {
-            blocklab_spec::Stage::Checking
-        } else {
-            blocklab_spec::Stage::LoadingData
-        };
+        let kind = Workload::of(t.workload.as_ref());
+        let stage = convert::step_stage(kind, &t.step);
         if lock(&self.cancelled).remove(task_id) {
             return task_error(stage.as_str(), "cancelled", "");
         }
@@ -233,15 +236,9 @@ impl WorkerHandler {
             ctl: ctl.clone(),
             go: None,
         });
-        let kind = t.workload.as_ref().map_or("", |w| w.kind.as_str());
-        progress.stage(stage, &format!("{kind} {}", t.step)).await;
-        let res = match kind {
-            "tpcc" => crate::tpcc::step(t, progress, &ctl).await,
-            "as3ap" => crate::as3ap::step(t, progress, &ctl).await,
-            other => Err(WorkerError::InvalidArgument(format!(
-                "workload kind {other:?} has no steps; allowed: tpcc, as3ap"
-            ))),
-        };
+        let name = t.workload.as_ref().map_or("", |w| w.kind.as_str());
+        progress.stage(stage, &format!("{name} {}", t.step)).await;
+        let res = workload_step(kind.unwrap_or(Workload::Pgbench), t, progress, &ctl).await;
         *lock(&self.running) = None;
         if ctl.stop.load(std::sync::atomic::Ordering::Relaxed) {
             return task_error(stage.as_str(), "cancelled", "");
@@ -258,18 +255,16 @@ impl TaskHandler for WorkerHandler {
         let _one_at_a_time = self.busy.lock().await;
         match task.kind {
             Some(task::Kind::InitData(t)) => {
+                let loading = Stage::LoadingData.as_str();
                 progress
-                    .stage(
-                        blocklab_spec::Stage::LoadingData,
-                        &format!("pgbench -i -s {}", t.scale),
-                    )
+                    .stage(Stage::LoadingData, &format!("pgbench -i -s {}", t.scale))
                     .await;
                 let Some(conn) = t.conninfo else {
-                    return task_error("loading-data", "init-data task without conninfo", "");
+                    return task_error(loading, "init-data task without conninfo", "");
                 };
                 match init_data(&conn, t.scale).await {
                     Ok(r) => task_result::Outcome::InitData(r),
-                    Err(e) => task_error("loading-data", e.to_string(), ""),
+                    Err(e) => task_error(loading, e.to_string(), ""),
                 }
             }
             Some(task::Kind::RunLoad(t)) => {

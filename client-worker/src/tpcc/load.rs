@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures::SinkExt;
 use tokio_postgres::Client;
 
+use super::params::{CUSTOMERS_PER_DISTRICT, DISTRICTS, ITEMS, ORDERS_PER_DISTRICT};
 use super::rand::{C_LAST_LOAD, Rng, last_name};
 use super::schema::exec;
-use super::{CUSTOMERS_PER_DISTRICT, DISTRICTS, ITEMS, ORDERS_PER_DISTRICT};
 use crate::error::WorkerError;
 
 const COPY_CHUNK: usize = 256 * 1024;

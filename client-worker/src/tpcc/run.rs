@@ -1,22 +1,23 @@
 //! A run's share on this worker: connect every terminal, report "ready", wait for the go,
-//! warm up, measure, and fold the terminals' measurements into a `RunLoadResult`.
+//! warm up, measure, and fold the terminals' measurements into a `WindowOutcome`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blocklab_daemon::fleet::ProgressSink;
-use blocklab_proto::{RunLoadResult, RunLoadTask, TxnTypeStats, WorkloadMetric};
 use tokio::sync::oneshot;
 
 use super::driver::{KINDS, NAMES, Pace, Shared, TermStats, Timeline, terminal};
+use super::params::{DISTRICTS, TpccOptions};
 use super::rand::{NuConstants, Rng};
 use super::txn::Terminal;
-use super::{DISTRICTS, TpccOptions};
 use crate::conn::Target;
 use crate::cpu::CpuTimes;
 use crate::engine::control::LoadControl;
 use crate::engine::live::report_live_from;
-use crate::engine::stats::{self, WindowFacts, serialize_histogram};
+use crate::engine::window::{
+    Metric, TxnTypeOutcome, WindowFacts, WindowOutcome, WindowParams, WindowSummary,
+};
 use crate::error::{WorkerError, describe};
 
 /// The seed of terminal `k`'s generator, from the run's seed.
@@ -51,27 +52,31 @@ async fn connect_terminal(
     Ok((term, t0.elapsed()))
 }
 
+/// Runs this worker's share of the measured window: connect, report "ready", wait for `go`
+/// (when given), warm up, measure.
 pub async fn run(
-    t: &RunLoadTask,
+    t: &WindowParams,
+    o: &TpccOptions,
     progress: &ProgressSink,
     ctl: &LoadControl,
     go: Option<oneshot::Receiver<()>>,
-) -> Result<RunLoadResult, WorkerError> {
-    let o = TpccOptions::from_kind(t.workload.as_ref())?;
+) -> Result<WindowOutcome, WorkerError> {
     if t.clients == 0 {
         return Err(WorkerError::InvalidArgument(
             "clients must be at least 1".into(),
         ));
     }
-    if t.duration_ms == 0 {
+    if t.duration.is_zero() {
         return Err(WorkerError::InvalidArgument(
             "duration_ms must be positive for a tpcc run".into(),
         ));
     }
-    let conninfo = t.conninfo.clone().unwrap_or_default().to_conninfo_string();
-    let target = Target::parse(&conninfo)?;
-    let seed =
-        crate::engine::control::effective_seed((t.random_seed != 0).then_some(t.random_seed));
+    let conninfo = t
+        .conninfo
+        .as_deref()
+        .ok_or_else(|| WorkerError::InvalidArgument("conninfo is missing".into()))?;
+    let target = Target::parse(conninfo)?;
+    let seed = crate::engine::control::effective_seed(t.random_seed);
     let c = NuConstants::for_run(&mut Rng::seed(seed));
     let w = i32::try_from(o.warehouses)
         .map_err(|_| WorkerError::InvalidArgument("warehouses is too large".into()))?;
@@ -104,10 +109,10 @@ pub async fn run(
     }
 
     let start = Instant::now();
-    let duration = Duration::from_millis(t.duration_ms);
+    let duration = t.duration;
     let tl = Timeline {
-        window_start: start + Duration::from_millis(t.warmup_ms),
-        end: start + Duration::from_millis(t.warmup_ms) + duration,
+        window_start: start + t.warmup,
+        end: start + t.warmup + duration,
         window_seconds: duration.as_secs_f64().ceil().max(1.0) as usize,
     };
     let shared = Arc::new(Shared {
@@ -126,8 +131,8 @@ pub async fn run(
             tokio::spawn(terminal(id, term, tl, shared.clone(), pace))
         })
         .collect();
-    if t.warmup_ms > 0 {
-        let msg = format!("{} s warm-up", t.warmup_ms as f64 / 1e3);
+    if !t.warmup.is_zero() {
+        let msg = format!("{} s warm-up", t.warmup.as_secs_f64());
         progress.stage(blocklab_spec::Stage::WarmingUp, &msg).await;
         tokio::time::sleep_until(tokio::time::Instant::from_std(tl.window_start)).await;
     }
@@ -177,15 +182,15 @@ pub async fn run(
         seed,
     );
     tracing::info!(
-        transactions = r.transactions,
-        failures = r.failures,
+        transactions = r.summary.transactions,
+        failures = r.summary.failures,
         notpm = r.metrics.first().map_or(0.0, |m| m.value),
         "tpcc run finished"
     );
-    if r.transactions == 0 {
+    if r.summary.transactions == 0 {
         return Err(WorkerError::Run(format!(
             "no tpcc transaction completed ({} failed): {}",
-            r.failures,
+            r.summary.failures,
             total.first_error.as_deref().unwrap_or("no error recorded")
         )));
     }
@@ -193,21 +198,21 @@ pub async fn run(
 }
 
 fn build_result(
-    t: &RunLoadTask,
+    t: &WindowParams,
     total: &TermStats,
     measured_s: f64,
     (conn_elapsed, conn_total): (Duration, Duration),
     cpu: CpuTimes,
     seed: u64,
-) -> RunLoadResult {
+) -> WindowOutcome {
     let all = &total.all;
-    let txn_types: Vec<TxnTypeStats> = (0..KINDS)
-        .map(|k| TxnTypeStats {
+    let txn_types: Vec<TxnTypeOutcome> = (0..KINDS)
+        .map(|k| TxnTypeOutcome {
             name: NAMES[k].into(),
             count: total.kinds[k].transactions,
             rollbacks: total.rollbacks[k],
             failures: total.kinds[k].failures,
-            latency_histogram: serialize_histogram(&total.kinds[k].histogram),
+            histogram: total.kinds[k].histogram.clone(),
             rows: 0,
         })
         .collect();
@@ -224,13 +229,14 @@ fn build_result(
         clients: t.clients,
         random_seed: seed,
     };
-    let mut r = stats::window_result(all, &facts);
-    r.metrics = vec![WorkloadMetric {
-        name: "notpm".into(),
-        value: notpm,
-        unit: "NOTPM".into(),
-        higher_is_better: true,
-    }];
-    r.txn_types = txn_types;
-    r
+    WindowOutcome {
+        summary: WindowSummary::new(all, &facts),
+        metrics: vec![Metric {
+            name: "notpm".into(),
+            value: notpm,
+            unit: "NOTPM".into(),
+            higher_is_better: true,
+        }],
+        txn_types,
+    }
 }

@@ -4,8 +4,8 @@
 
 use tokio_postgres::{Client, Error, Statement};
 
+use super::params::{CUSTOMERS_PER_DISTRICT, DISTRICTS, ITEMS};
 use super::rand::{NuConstants, Rng, last_name};
-use super::{CUSTOMERS_PER_DISTRICT, DISTRICTS, ITEMS};
 
 /// How a transaction ended when it did not fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

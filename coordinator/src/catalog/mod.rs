@@ -522,13 +522,13 @@ impl Catalog {
         &self,
         run_id: &str,
         attempt: u32,
-        stage: &str,
+        stage: Stage,
         reason: &str,
         log_tail: &str,
     ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
         sqlx::query("UPDATE runs SET state = 'failed', stage = ?, error = ?, log_tail = ?, finished_at = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
-            .bind(stage)
+            .bind(stage.as_str())
             .bind(reason)
             .bind(log_tail)
             .bind(now())
@@ -545,12 +545,12 @@ impl Catalog {
         &self,
         run_id: &str,
         attempt: u32,
-        stage: &str,
+        stage: Stage,
         reason: &str,
     ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
         sqlx::query("UPDATE runs SET state = 'lost', stage = ?, error = ?, finished_at = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
-            .bind(stage)
+            .bind(stage.as_str())
             .bind(reason)
             .bind(now())
             .bind(run_id)
@@ -622,7 +622,7 @@ impl Catalog {
             .fetch_optional(&mut *tx)
             .await?;
         let state = state.ok_or_else(|| CatalogError::JobNotFound(job_id.to_string()))?;
-        if matches!(state.as_str(), "done" | "failed" | "cancelled") {
+        if state.parse::<JobState>().is_ok_and(JobState::is_finished) {
             tx.rollback().await?;
             return Ok((state, 0));
         }

@@ -1,6 +1,7 @@
 //! Results, compare, plot, report and the SQL views on a catalog with a job of 3 page sizes x
 //! 3 repetitions (one run flagged suspect) and a second job to compare it with.
 
+mod dashboard;
 mod fixture;
 mod grpc;
 mod views;

@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use blocklab_proto::v1::*;
 use serde_json::{Map, Value};
 
+use blocklab_spec::RunState;
+
 use crate::stats::{self, Metric, Summary, Verdict};
 
 /// Verdict of a cell of job B that has no like cell in job A.
@@ -39,7 +41,7 @@ pub fn measured<'a>(
     export
         .runs
         .iter()
-        .filter(move |r| r.cell_index == cell_index && r.state == "done")
+        .filter(move |r| r.cell_index == cell_index && r.state.parse() == Ok(RunState::Done))
         .filter_map(|r| r.result.as_ref().map(|m| (r, m)))
 }
 

@@ -80,7 +80,11 @@ fn validate(raw: RawSpec) -> Result<Spec, SpecError> {
 
 /// `kind` (a benchmark), `name` and `repetitions`.
 fn check_header(raw: &RawSpec) -> Result<(), SpecError> {
-    if let Some(k) = raw.kind.as_deref().filter(|k| *k != "benchmark") {
+    if let Some(k) = raw
+        .kind
+        .as_deref()
+        .filter(|k| k.parse() != Ok(crate::JobKind::Benchmark))
+    {
         return Err(SpecError::new(
             "kind",
             format!("{k:?} here needs the probe spec layout; a benchmark has kind = \"benchmark\""),

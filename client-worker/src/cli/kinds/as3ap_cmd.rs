@@ -3,14 +3,16 @@
 use std::process::ExitCode;
 
 use blocklab_daemon::fleet::ProgressSink;
-use blocklab_proto::{As3apParams, RunLoadTask, WorkloadKind};
-use blocklab_worker::as3ap;
+use std::time::Duration;
+
+use blocklab_worker::as3ap::{self, As3apStep, Mix, Rows};
+use blocklab_worker::engine::window::WindowParams;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::common::{
-    Failure, conn_info, control, done, failures_exit, metric, print_step, result_json, seed, setup,
-    step_task, type_rows,
+    Failure, conn_info, control, done, failures_exit, print_step, result_json, seed, setup,
+    step_params, type_rows,
 };
 
 #[derive(Subcommand, Debug)]
@@ -63,36 +65,19 @@ pub struct As3apMixArgs {
 
 pub async fn as3ap_main(c: As3apCommand) -> ExitCode {
     done(match c {
-        As3apCommand::Load(a) => as3ap_step("load", a).await,
-        As3apCommand::SingleUser(a) => as3ap_step("single-user", a).await,
+        As3apCommand::Load(a) => as3ap_step(As3apStep::Load, a).await,
+        As3apCommand::SingleUser(a) => as3ap_step(As3apStep::SingleUser, a).await,
         As3apCommand::Mix(a) => as3ap_mix(a).await,
     })
 }
 
-fn as3ap_kind(rows: u64, mix: &str) -> WorkloadKind {
-    let as3ap = As3apParams {
-        rows,
-        mix: mix.into(),
-    };
-    WorkloadKind {
-        kind: "as3ap".into(),
-        tpcc: None,
-        as3ap: Some(as3ap),
-    }
-}
-
-async fn as3ap_step(step: &str, a: As3apStepArgs) -> Result<ExitCode, Failure> {
-    let t = step_task(
-        &conn_info(&a.conninfo)?,
-        &as3ap_kind(a.rows, ""),
-        step,
-        0,
-        1,
-    );
-    let r = as3ap::step(&t, &ProgressSink::detached(), &control())
+async fn as3ap_step(step: As3apStep, a: As3apStepArgs) -> Result<ExitCode, Failure> {
+    let t = step_params(&conn_info(&a.conninfo)?, 0, 1);
+    let rows = Rows::new(a.rows).map_err(setup)?;
+    let r = as3ap::step(step, rows, &t, &ProgressSink::detached(), &control())
         .await
         .map_err(setup)?;
-    if step == "load" {
+    if step == As3apStep::Load {
         print_step("load", &r);
         return Ok(ExitCode::SUCCESS);
     }
@@ -116,26 +101,30 @@ async fn as3ap_step(step: &str, a: As3apStepArgs) -> Result<ExitCode, Failure> {
 }
 
 async fn as3ap_mix(a: As3apMixArgs) -> Result<ExitCode, Failure> {
-    let t = RunLoadTask {
-        random_seed: seed(a.random_seed.as_deref())?,
-        conninfo: Some(conn_info(&a.conninfo)?),
+    let random_seed = seed(a.random_seed.as_deref())?;
+    let conninfo = Some(conn_info(&a.conninfo)?);
+    let rows = Rows::new(a.rows).map_err(setup)?;
+    let mix = Mix::parse(&a.mix).map_err(setup)?;
+    let t = WindowParams {
+        random_seed,
+        conninfo,
         clients: a.users,
-        duration_ms: a.seconds.saturating_mul(1000),
-        warmup_ms: a.warmup.saturating_mul(1000),
-        protocol: a.protocol.clone(),
-        workload: Some(as3ap_kind(a.rows, &a.mix)),
-        ..RunLoadTask::default()
+        duration: Duration::from_secs(a.seconds),
+        warmup: Duration::from_secs(a.warmup),
+        client_id_offset: 0,
+        protocol: as3ap::protocol(&a.protocol).map_err(setup)?,
     };
-    let r = as3ap::run(&t, &ProgressSink::detached(), &control(), None)
+    let o = as3ap::run(&t, rows, mix, &ProgressSink::detached(), &control(), None)
         .await
         .map_err(setup)?;
-    let types = type_rows(&r.txn_types)?;
+    let types = type_rows(&o.txn_types);
     if a.json {
         let what = json!({"kind": "as3ap", "mix": a.mix, "rows": a.rows, "protocol": a.protocol});
-        println!("{}", result_json(&r, what, &types)?);
-        return failures_exit(&r);
+        println!("{}", result_json(&o, what, &types)?);
+        return failures_exit(&o);
     }
-    let tuples: u64 = r.txn_types.iter().map(|t| t.rows).sum();
+    let tuples: u64 = o.txn_types.iter().map(|t| t.rows).sum();
+    let r = &o.summary;
     println!(
         "workload: as3ap-like {}, {} rows, {} users, protocol {}",
         a.mix, a.rows, r.clients, a.protocol
@@ -144,7 +133,7 @@ async fn as3ap_mix(a: As3apMixArgs) -> Result<ExitCode, Failure> {
         "measured: {:.2} s (warm-up {} s), random seed: {}",
         r.measured_seconds, a.warmup, r.random_seed
     );
-    println!("tuples: {tuples} ({:.1} tuples/s)", metric(&r, "tup/s"));
+    println!("tuples: {tuples} ({:.1} tuples/s)", o.metric("tup/s"));
     println!(
         "queries: {} ({:.1} queries/s), failures: {}",
         r.transactions, r.tps_excluding_connections, r.failures
@@ -157,5 +146,5 @@ async fn as3ap_mix(a: As3apMixArgs) -> Result<ExitCode, Failure> {
         "latency p50 = {:.3} ms, p90 = {:.3} ms, p99 = {:.3} ms, p99.9 = {:.3} ms, max = {:.3} ms",
         r.latency_p50_ms, r.latency_p90_ms, r.latency_p99_ms, r.latency_p999_ms, r.latency_max_ms
     );
-    failures_exit(&r)
+    failures_exit(&o)
 }

@@ -7,11 +7,9 @@
 
 use std::process::ExitCode;
 
-use blocklab_proto::{
-    ConnInfo, RunLoadResult, TxnTypeStats, WorkloadKind, WorkloadStepResult, WorkloadStepTask,
-};
-use blocklab_worker::conn::Target;
-use blocklab_worker::engine::stats::{deserialize_histogram, quantile_ms};
+use blocklab_worker::conn::{Target, key_value_string};
+use blocklab_worker::engine::stats::quantile_ms;
+use blocklab_worker::engine::window::{StepOutcome, StepParams, TxnTypeOutcome, WindowOutcome};
 use blocklab_worker::{LoadControl, WorkerError};
 use serde_json::json;
 use tokio_postgres::config::Host;
@@ -30,8 +28,9 @@ pub(super) fn setup(e: WorkerError) -> Failure {
     (1, e.to_string())
 }
 
-/// The proto `ConnInfo` of a libpq-style string; TCP hosts only.
-pub(super) fn conn_info(conninfo: &str) -> Result<ConnInfo, Failure> {
+/// A libpq-style string reduced to what the coordinator would send (host, port, user,
+/// password, dbname); TCP hosts only.
+pub(super) fn conn_info(conninfo: &str) -> Result<String, Failure> {
     let target = Target::parse(conninfo).map_err(setup)?;
     let c = &target.config;
     let host = match (c.get_hostaddrs().first(), c.get_hosts().first()) {
@@ -66,13 +65,9 @@ pub(super) fn conn_info(conninfo: &str) -> Result<ConnInfo, Failure> {
         .to_string();
     let password = String::from_utf8(c.get_password().unwrap_or_default().to_vec())
         .map_err(|_| (1, "the password is not valid UTF-8".to_string()))?;
-    Ok(ConnInfo {
-        host,
-        port: u32::from(c.get_ports().first().copied().unwrap_or(5432)),
-        dbname: c.get_dbname().unwrap_or(&user).to_string(),
-        user,
-        password,
-    })
+    let port = u32::from(c.get_ports().first().copied().unwrap_or(5432));
+    let dbname = c.get_dbname().unwrap_or(&user).to_string();
+    Ok(key_value_string(&host, port, &user, &password, &dbname))
 }
 
 /// A load control whose `stop` the first Ctrl-C sets; a second one exits at once.
@@ -91,31 +86,24 @@ pub(super) fn control() -> LoadControl {
     ctl
 }
 
-pub(super) fn seed(s: Option<&str>) -> Result<u64, Failure> {
+/// `--random-seed` (None: from the clock; 0 too, as the coordinator's tasks).
+pub(super) fn seed(s: Option<&str>) -> Result<Option<u64>, Failure> {
     let s = s
         .map(super::super::seed::parse_seed)
         .transpose()
         .map_err(|e| (1, e))?;
-    Ok(s.flatten().unwrap_or(0))
+    Ok(s.flatten().filter(|&s| s != 0))
 }
 
-pub(super) fn step_task(
-    conn: &ConnInfo,
-    kind: &WorkloadKind,
-    step: &str,
-    part: u32,
-    parts: u32,
-) -> WorkloadStepTask {
-    WorkloadStepTask {
-        conninfo: Some(conn.clone()),
-        workload: Some(kind.clone()),
-        step: step.into(),
+pub(super) fn step_params(conninfo: &str, part: u32, parts: u32) -> StepParams {
+    StepParams {
+        conninfo: Some(conninfo.to_string()),
         part,
         parts,
     }
 }
 
-pub(super) fn print_step(name: &str, r: &WorkloadStepResult) {
+pub(super) fn print_step(name: &str, r: &StepOutcome) {
     println!("{name}: {:.2} s", r.seconds);
     for n in &r.notes {
         println!("  {n}");
@@ -137,7 +125,7 @@ pub(super) struct TypeRow {
     pub(super) max_ms: f64,
 }
 
-pub(super) fn type_rows(types: &[TxnTypeStats]) -> Result<Vec<TypeRow>, Failure> {
+pub(super) fn type_rows(types: &[TxnTypeOutcome]) -> Vec<TypeRow> {
     let total: u64 = types.iter().map(|t| t.count).sum();
     let mut out = Vec::with_capacity(types.len());
     for t in types {
@@ -157,28 +145,26 @@ pub(super) fn type_rows(types: &[TxnTypeStats]) -> Result<Vec<TypeRow>, Failure>
             p99_ms: 0.0,
             max_ms: 0.0,
         };
-        if !t.latency_histogram.is_empty() {
-            let h = deserialize_histogram(&t.latency_histogram)
-                .map_err(|e| (1, format!("{}: {e}", t.name)))?;
-            if !h.is_empty() {
-                row.avg_ms = h.mean() / 1e3;
-                row.p90_ms = quantile_ms(&h, 0.9);
-                row.p99_ms = quantile_ms(&h, 0.99);
-                row.max_ms = h.max() as f64 / 1e3;
-            }
+        let h = &t.histogram;
+        if !h.is_empty() {
+            row.avg_ms = h.mean() / 1e3;
+            row.p90_ms = quantile_ms(h, 0.9);
+            row.p99_ms = quantile_ms(h, 0.99);
+            row.max_ms = h.max() as f64 / 1e3;
         }
         out.push(row);
     }
-    Ok(out)
+    out
 }
 
 /// The result as JSON: the run's figures, its metrics by name, and the per-type rows.
 pub(super) fn result_json(
-    r: &RunLoadResult,
+    o: &WindowOutcome,
     what: serde_json::Value,
     types: &[TypeRow],
 ) -> Result<String, Failure> {
-    let metrics: serde_json::Map<String, serde_json::Value> = r
+    let r = &o.summary;
+    let metrics: serde_json::Map<String, serde_json::Value> = o
         .metrics
         .iter()
         .map(|m| (m.name.clone(), json!(m.value)))
@@ -200,8 +186,8 @@ pub(super) fn result_json(
         "latency_p999_ms": r.latency_p999_ms,
         "latency_max_ms": r.latency_max_ms,
         "connection_time_ms": r.connection_time_ms,
-        "client_cpu_user_s": r.client_cpu_user_s,
-        "client_cpu_system_s": r.client_cpu_system_s,
+        "client_cpu_user_s": r.cpu.user_s,
+        "client_cpu_system_s": r.cpu.system_s,
         "metrics": metrics,
         "txn_types": types,
     });
@@ -209,16 +195,10 @@ pub(super) fn result_json(
 }
 
 /// Exit code 2 when transactions failed.
-pub(super) fn failures_exit(r: &RunLoadResult) -> Result<ExitCode, Failure> {
-    if r.failures > 0 {
-        return Err((2, format!("{} transactions failed", r.failures)));
+pub(super) fn failures_exit(o: &WindowOutcome) -> Result<ExitCode, Failure> {
+    let failures = o.summary.failures;
+    if failures > 0 {
+        return Err((2, format!("{failures} transactions failed")));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-pub(super) fn metric(r: &RunLoadResult, unit: &str) -> f64 {
-    r.metrics
-        .iter()
-        .find(|m| m.unit == unit)
-        .map_or(0.0, |m| m.value)
 }

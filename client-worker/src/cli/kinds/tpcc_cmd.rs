@@ -1,18 +1,19 @@
 //! `blocklab-worker tpcc init | run | check`.
 
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use blocklab_daemon::fleet::ProgressSink;
-use blocklab_proto::{RunLoadTask, TpccParams, WorkloadKind};
-use blocklab_worker::{WorkerError, tpcc};
+use blocklab_worker::engine::window::WindowParams;
+use blocklab_worker::tpcc::{TpccOptions, TpccStep};
+use blocklab_worker::{Protocol, WorkerError, tpcc};
 use clap::{Args, Subcommand};
 use futures::StreamExt;
 use serde_json::json;
 
 use super::common::{
-    Failure, conn_info, control, done, failures_exit, metric, print_step, result_json, seed, setup,
-    step_task, type_rows,
+    Failure, conn_info, control, done, failures_exit, print_step, result_json, seed, setup,
+    step_params, type_rows,
 };
 
 #[derive(Subcommand, Debug)]
@@ -85,17 +86,12 @@ pub async fn tpcc_main(c: TpccCommand) -> ExitCode {
     })
 }
 
-fn tpcc_kind(warehouses: u32, keying_thinking: bool, time_scale: f64) -> WorkloadKind {
-    let tpcc = TpccParams {
-        warehouses,
-        keying_thinking,
-        time_scale,
-    };
-    WorkloadKind {
-        kind: "tpcc".into(),
-        tpcc: Some(tpcc),
-        as3ap: None,
-    }
+fn tpcc_options(
+    warehouses: u32,
+    keying_thinking: bool,
+    time_scale: f64,
+) -> Result<TpccOptions, Failure> {
+    TpccOptions::new(warehouses, keying_thinking, time_scale).map_err(setup)
 }
 
 /// Adds the "TABLE: N rows" notes of a load part to `totals`, in first-seen order.
@@ -117,22 +113,29 @@ fn add_rows(totals: &mut Vec<(String, u64)>, notes: &[String]) {
 async fn tpcc_init(a: TpccInitArgs) -> Result<ExitCode, Failure> {
     let conn = conn_info(&a.conninfo)?;
     let loaders = a.loaders.unwrap_or(4).min(a.warehouses);
-    let kind = tpcc_kind(a.warehouses, false, 0.0);
+    let o = tpcc_options(a.warehouses, false, 0.0)?;
     let ctl = control();
     let started = Instant::now();
-    let schema = step_task(&conn, &kind, "schema", 0, 1);
-    let r = tpcc::step(&schema, &ProgressSink::detached(), &ctl)
-        .await
-        .map_err(setup)?;
+    let schema = step_params(&conn, 0, 1);
+    let r = tpcc::step(
+        TpccStep::Schema,
+        &o,
+        &schema,
+        &ProgressSink::detached(),
+        &ctl,
+    )
+    .await
+    .map_err(setup)?;
     print_step("schema", &r);
 
     let t0 = Instant::now();
     let mut pending: futures::stream::FuturesUnordered<_> = (0..loaders)
         .map(|part| {
-            let t = step_task(&conn, &kind, "load", part, loaders);
+            let t = step_params(&conn, part, loaders);
             let ctl = ctl.clone();
-            let h =
-                tokio::spawn(async move { tpcc::step(&t, &ProgressSink::detached(), &ctl).await });
+            let h = tokio::spawn(async move {
+                tpcc::step(TpccStep::Load, &o, &t, &ProgressSink::detached(), &ctl).await
+            });
             async move { (part, h.await) }
         })
         .collect();
@@ -169,10 +172,16 @@ async fn tpcc_init(a: TpccInitArgs) -> Result<ExitCode, Failure> {
     for (table, rows) in &totals {
         println!("  {table}: {rows} rows");
     }
-    let finish = step_task(&conn, &kind, "finish", 0, 1);
-    let r = tpcc::step(&finish, &ProgressSink::detached(), &ctl)
-        .await
-        .map_err(setup)?;
+    let finish = step_params(&conn, 0, 1);
+    let r = tpcc::step(
+        TpccStep::Finish,
+        &o,
+        &finish,
+        &ProgressSink::detached(),
+        &ctl,
+    )
+    .await
+    .map_err(setup)?;
     print_step("finish", &r);
     println!(
         "done in {:.2} s ({} warehouses).",
@@ -192,24 +201,26 @@ async fn tpcc_run(a: TpccRunArgs) -> Result<ExitCode, Failure> {
             ),
         ));
     }
-    let t = RunLoadTask {
+    let t = WindowParams {
         random_seed: seed(a.random_seed.as_deref())?,
         conninfo: Some(conn_info(&a.conninfo)?),
         clients: a.terminals,
-        duration_ms: a.seconds.saturating_mul(1000),
-        warmup_ms: a.warmup.saturating_mul(1000),
-        workload: Some(tpcc_kind(a.warehouses, a.keying_thinking, a.time_scale)),
-        ..RunLoadTask::default()
+        duration: Duration::from_secs(a.seconds),
+        warmup: Duration::from_secs(a.warmup),
+        client_id_offset: 0,
+        protocol: Protocol::Simple,
     };
-    let r = tpcc::run(&t, &ProgressSink::detached(), &control(), None)
+    let opts = tpcc_options(a.warehouses, a.keying_thinking, a.time_scale)?;
+    let o = tpcc::run(&t, &opts, &ProgressSink::detached(), &control(), None)
         .await
         .map_err(setup)?;
-    let types = type_rows(&r.txn_types)?;
+    let types = type_rows(&o.txn_types);
     if a.json {
         let what = json!({"kind": "tpcc", "warehouses": a.warehouses, "keying_thinking": a.keying_thinking, "time_scale": a.time_scale});
-        println!("{}", result_json(&r, what, &types)?);
-        return failures_exit(&r);
+        println!("{}", result_json(&o, what, &types)?);
+        return failures_exit(&o);
     }
+    let r = &o.summary;
     let kt = if a.keying_thinking {
         format!("on (x{})", a.time_scale)
     } else {
@@ -223,7 +234,7 @@ async fn tpcc_run(a: TpccRunArgs) -> Result<ExitCode, Failure> {
         "measured: {:.2} s (warm-up {} s), random seed: {}",
         r.measured_seconds, a.warmup, r.random_seed
     );
-    println!("NOTPM: {:.1}", metric(&r, "NOTPM"));
+    println!("NOTPM: {:.1}", o.metric("NOTPM"));
     println!(
         "total tpm: {:.1} ({} transactions, {} failures)",
         r.tps_excluding_connections * 60.0,
@@ -249,21 +260,24 @@ async fn tpcc_run(a: TpccRunArgs) -> Result<ExitCode, Failure> {
             t.max_ms
         );
     }
-    failures_exit(&r)
+    failures_exit(&o)
 }
 
 /// How `tpcc::step` words a failed check: the failing conditions joined by "; ".
 const CHECK_FAILED: &str = "tpcc consistency check failed: ";
 
 async fn tpcc_check(a: TpccCheckArgs) -> Result<ExitCode, Failure> {
-    let t = step_task(
-        &conn_info(&a.conninfo)?,
-        &tpcc_kind(a.warehouses, false, 0.0),
-        "check",
-        0,
-        1,
-    );
-    match tpcc::step(&t, &ProgressSink::detached(), &control()).await {
+    let t = step_params(&conn_info(&a.conninfo)?, 0, 1);
+    let o = tpcc_options(a.warehouses, false, 0.0)?;
+    match tpcc::step(
+        TpccStep::Check,
+        &o,
+        &t,
+        &ProgressSink::detached(),
+        &control(),
+    )
+    .await
+    {
         Ok(r) => {
             for n in &r.notes {
                 println!("{n}");

@@ -3,9 +3,7 @@
 //! page is also saved as a PNG test artifact ($BLOCKLAB_TEST_ARTIFACTS or
 //! target/test-artifacts/dashboard.png).
 
-#[allow(dead_code)]
-#[path = "report/fixture.rs"]
-mod fixture;
+use super::fixture;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

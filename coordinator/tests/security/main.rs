@@ -2,7 +2,6 @@
 //! fleet join token on Fleet, the listen decision, and a table of malformed requests that each
 //! get a clear error while the catalog stays unchanged and the coordinator keeps answering.
 
-#[path = "security/lab.rs"]
 mod lab;
 
 use std::net::SocketAddr;
@@ -250,5 +249,4 @@ fn listen_decision() {
     }
 }
 
-#[path = "security/bad_input.rs"]
 mod bad_input;

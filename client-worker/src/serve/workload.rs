@@ -1,0 +1,82 @@
+//! Running the tasks of the workload kinds from their wire form: parse, run the kind's
+//! domain entry point, convert the outcome back.
+
+use blocklab_daemon::fleet::ProgressSink;
+use blocklab_proto::{
+    ConnInfo, InitDataResult, RunLoadResult, RunLoadTask, WorkloadStepResult, WorkloadStepTask,
+};
+use blocklab_script::Protocol;
+use tokio::sync::oneshot;
+
+use super::convert::{self, Workload};
+use crate::engine::control::LoadControl;
+use crate::error::WorkerError;
+use crate::{as3ap, init, tpcc};
+
+/// Loads the pgbench tables at `scale` into the database `conn` names.
+pub async fn init_data(conn: &ConnInfo, scale: u32) -> Result<InitDataResult, WorkerError> {
+    init::init_data_conninfo(&conn.to_conninfo_string(), scale)
+        .await
+        .map(convert::init_result)
+}
+
+/// Runs this worker's share of the measured window of a TPC-C-like or AS3AP-like run
+/// (`kind` decides; the task's own kind name is not looked at again).
+pub async fn run_workload(
+    kind: Workload,
+    t: &RunLoadTask,
+    progress: &ProgressSink,
+    ctl: &LoadControl,
+    go: Option<oneshot::Receiver<()>>,
+) -> Result<RunLoadResult, WorkerError> {
+    let w = t.workload.as_ref();
+    let outcome = match kind {
+        Workload::Tpcc => {
+            let o = convert::tpcc_options(w)?;
+            let p = convert::window_params(t, Protocol::Simple);
+            tpcc::run(&p, &o, progress, ctl, go).await?
+        }
+        Workload::As3ap => {
+            let rows = convert::as3ap_rows(w)?;
+            let mix = convert::as3ap_mix(w)?;
+            let p = convert::window_params(t, convert::as3ap_protocol(t)?);
+            as3ap::run(&p, rows, mix, progress, ctl, go).await?
+        }
+        Workload::Pgbench => {
+            return Err(WorkerError::InvalidArgument(
+                "pgbench runs go through the load engine, not a workload kind".into(),
+            ));
+        }
+    };
+    Ok(convert::window_result(&outcome))
+}
+
+/// Runs one step of a TPC-C-like or AS3AP-like workload outside the measured window.
+pub async fn workload_step(
+    kind: Workload,
+    t: &WorkloadStepTask,
+    progress: &ProgressSink,
+    ctl: &LoadControl,
+) -> Result<WorkloadStepResult, WorkerError> {
+    let w = t.workload.as_ref();
+    let p = convert::step_params(t);
+    let outcome = match kind {
+        Workload::Tpcc => {
+            let o = convert::tpcc_options(w)?;
+            let step: tpcc::TpccStep = t.step.parse()?;
+            tpcc::step(step, &o, &p, progress, ctl).await?
+        }
+        Workload::As3ap => {
+            let rows = convert::as3ap_rows(w)?;
+            let step: as3ap::As3apStep = t.step.parse()?;
+            as3ap::step(step, rows, &p, progress, ctl).await?
+        }
+        Workload::Pgbench => {
+            return Err(WorkerError::InvalidArgument(format!(
+                "workload kind {:?} has no steps; allowed: tpcc, as3ap",
+                w.map_or("", |w| w.kind.as_str())
+            )));
+        }
+    };
+    Ok(convert::step_result(outcome))
+}

@@ -16,15 +16,9 @@ pub mod dashboard;
 pub mod error;
 pub mod fleet;
 pub mod listen;
-pub mod merge;
 pub mod metrics;
-mod probe;
 pub mod results;
-mod run;
-mod run_kinds;
-mod run_window;
 pub mod scheduler;
-pub mod workload_metrics;
 
 /// How long a shutdown waits for open connections to close before it stops anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);

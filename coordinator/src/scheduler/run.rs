@@ -12,9 +12,9 @@ use blocklab_proto::v1::{
     StopServerTask, coordinator_message, task, task_result::Outcome,
 };
 
+use super::{Scheduler, SchedulerError, build_options};
 use crate::catalog::{CatalogError, RunChoices, RunRecord, ServerRecord};
 use crate::fleet::{CallError, HostSession};
-use crate::scheduler::{Scheduler, SchedulerError, build_options};
 use blocklab_spec::{Cell, Spec};
 
 const PREPARE_TIMEOUT: Duration = Duration::from_secs(60 * 60);

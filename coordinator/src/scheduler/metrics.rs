@@ -4,7 +4,7 @@
 
 use blocklab_proto::{RunLoadResult, WorkloadMetric};
 
-use crate::merge::read_histogram;
+use super::merge::read_histogram;
 
 pub fn metric(name: &str, value: f64, unit: &str, higher_is_better: bool) -> WorkloadMetric {
     WorkloadMetric {

@@ -12,11 +12,11 @@ use blocklab_proto::v1::{
 };
 use futures::future::join_all;
 
+use super::Scheduler;
+use super::metrics as wm;
+use super::run::{Failure, INIT_TIMEOUT, RunCtx, fail, unexpected};
+use super::window::{Window, add_deltas, deltas};
 use crate::catalog::RunOutcome;
-use crate::run::{Failure, INIT_TIMEOUT, RunCtx, fail, unexpected};
-use crate::run_window::{Window, add_deltas, deltas};
-use crate::scheduler::Scheduler;
-use crate::workload_metrics as wm;
 use blocklab_spec::{Workload, WorkloadKind};
 
 const MAINTENANCE_TIMEOUT: Duration = Duration::from_secs(6 * 60 * 60);

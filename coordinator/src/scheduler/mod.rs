@@ -12,6 +12,13 @@ use crate::catalog::{BuildRecord, Catalog, CatalogError};
 use crate::fleet::{HostSession, Progress, ProgressEvent, Registry};
 use blocklab_spec::{BuildPoint, JobPlan, JobState, RunState, Spec, SpecError, Stage};
 
+mod kinds;
+pub mod merge;
+pub mod metrics;
+mod probe;
+mod run;
+mod window;
+
 const BUILD_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 /// Attempts a run gets when hosts vanish under it (then it fails).
 pub const MAX_ATTEMPTS: u32 = 3;

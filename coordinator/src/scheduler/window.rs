@@ -13,10 +13,10 @@ use blocklab_proto::v1::{
 };
 use futures::future::join_all;
 
+use super::Scheduler;
+use super::run::{Failure, RunCtx, fail, unexpected, unrecorded};
 use crate::catalog::RunChoices;
 use crate::fleet::HostSession;
-use crate::run::{Failure, RunCtx, fail, unexpected, unrecorded};
-use crate::scheduler::Scheduler;
 
 /// Client CPU above this share of the workers' threads marks a run suspect.
 const CPU_SATURATED: f64 = 0.9;
@@ -51,7 +51,7 @@ impl Scheduler {
             job_id,
         } = *ctx;
         let mut progress = self.registry.progress.subscribe();
-        let shares = crate::merge::split_clients(cell.clients, workers.len() as u32);
+        let shares = super::merge::split_clients(cell.clients, workers.len() as u32);
         let timeout = length + Duration::from_secs(600);
         let task_ids: Vec<String> = workers
             .iter()
@@ -117,7 +117,7 @@ impl Scheduler {
             .await
             .map_err(unrecorded(Stage::Collecting))?;
         let merged =
-            crate::merge::merge(&parts).map_err(|e| fail(Stage::Collecting, e.to_string(), ""))?;
+            super::merge::merge(&parts).map_err(|e| fail(Stage::Collecting, e.to_string(), ""))?;
         let stats = deltas(&before, &after);
         let mut worker_threads = Vec::with_capacity(workers.len());
         for w in workers {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use blocklab_proto::v1::{RunProbeTask, task, task_result::Outcome};
 
-use crate::scheduler::{HOST_WAIT, Scheduler, SchedulerError};
+use super::{HOST_WAIT, Scheduler, SchedulerError};
 use blocklab_spec::{JobState, ProbeSpec, RunState, Stage};
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2 * 60 * 60);

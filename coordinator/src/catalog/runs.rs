@@ -1,0 +1,402 @@
+//! A run's life in the catalog: attempts, stages, proof of the server, outcomes (done,
+//! failed, lost, cancelled) and requeueing. Every write checks that the attempt is current.
+
+use sqlx::{Sqlite, Transaction};
+
+use blocklab_spec::{JobState, Stage};
+
+use super::{Catalog, CatalogError, RunChoices, RunOutcome, ServerRecord, now};
+
+impl Catalog {
+    /// Starts a new attempt of a run on the given hosts; returns the attempt number.
+    pub async fn begin_attempt(
+        &self,
+        run_id: &str,
+        db_host: &str,
+        worker: &str,
+    ) -> Result<u32, CatalogError> {
+        let mut tx = self.write().await?;
+        let attempt: i64 = sqlx::query_scalar(
+            "UPDATE runs SET attempt = attempt + 1, state = 'running', stage = 'starting', error = NULL, log_tail = NULL,
+               db_host_id = ?, worker_host_id = ?, started_at = ?, finished_at = NULL
+             WHERE run_id = ? RETURNING attempt",
+        )
+        .bind(db_host)
+        .bind((!worker.is_empty()).then_some(worker))
+        .bind(now())
+        .bind(run_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(u32::try_from(attempt).unwrap_or(u32::MAX))
+    }
+
+    /// Moves a running attempt to a new stage; ignored if the attempt is no longer current.
+    pub async fn set_stage(
+        &self,
+        run_id: &str,
+        attempt: u32,
+        stage: Stage,
+    ) -> Result<bool, CatalogError> {
+        let mut tx = self.write().await?;
+        let n = sqlx::query(
+            "UPDATE runs SET stage = ? WHERE run_id = ? AND attempt = ? AND state = 'running'",
+        )
+        .bind(stage.as_str())
+        .bind(run_id)
+        .bind(attempt)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+        Ok(n == 1)
+    }
+
+    /// Stores what the agent proved about the live server, then moves to `loading-data`.
+    pub async fn record_server(
+        &self,
+        run_id: &str,
+        attempt: u32,
+        s: &ServerRecord,
+    ) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        sqlx::query(
+            "UPDATE runs SET build_key = ?, build_reused = ?, server_version = ?, block_size = ?, wal_block_size = ?,
+               server_address = ?, stage = 'loading-data'
+             WHERE run_id = ? AND attempt = ? AND state = 'running'",
+        )
+        .bind(&s.build_key)
+        .bind(s.build_reused)
+        .bind(&s.server_version)
+        .bind(s.block_size)
+        .bind(s.wal_block_size)
+        .bind(&s.server_address)
+        .bind(run_id)
+        .bind(attempt)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM run_settings WHERE run_id = ?")
+            .bind(run_id)
+            .execute(&mut *tx)
+            .await?;
+        for (name, setting, unit, source) in &s.settings {
+            sqlx::query("INSERT INTO run_settings (run_id, name, setting, unit, source) VALUES (?, ?, ?, ?, ?)")
+                .bind(run_id)
+                .bind(name)
+                .bind(setting)
+                .bind(unit)
+                .bind(source)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Records what the run's cache-control choices did and where its server kept WAL.
+    pub async fn record_run_choices(
+        &self,
+        run_id: &str,
+        attempt: u32,
+        c: &RunChoices,
+    ) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        sqlx::query(
+            "UPDATE runs SET os_cache_dropped = coalesce(?, os_cache_dropped), checkpoint_before = coalesce(?, checkpoint_before),
+               wal_dir = coalesce(?, wal_dir), postmaster_start_time = coalesce(?, postmaster_start_time)
+             WHERE run_id = ? AND attempt = ? AND state = 'running'",
+        )
+        .bind(c.os_cache_dropped)
+        .bind(c.checkpoint_before)
+        .bind(c.wal_dir.as_deref())
+        .bind(c.postmaster_start_time.as_deref())
+        .bind(run_id)
+        .bind(attempt)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Writes the result and marks the run done, in one transaction. Returns false (and
+    /// writes nothing) if the attempt is no longer current.
+    pub async fn finish_run(
+        &self,
+        run_id: &str,
+        attempt: u32,
+        r: &blocklab_proto::RunLoadResult,
+    ) -> Result<bool, CatalogError> {
+        let outcome = RunOutcome {
+            result: r.clone(),
+            ..RunOutcome::default()
+        };
+        self.finish_run_with(run_id, attempt, &outcome).await
+    }
+
+    /// Writes a run's merged result, each worker's share, the server-statistics deltas and
+    /// the suspect reasons, and marks the run done, all in one transaction. Returns false
+    /// (and writes nothing) if the attempt is no longer current.
+    pub async fn finish_run_with(
+        &self,
+        run_id: &str,
+        attempt: u32,
+        o: &RunOutcome,
+    ) -> Result<bool, CatalogError> {
+        let mut tx = self.write().await?;
+        let suspect = (!o.suspect.is_empty())
+            .then(|| serde_json::to_string(&o.suspect).unwrap_or_else(|_| "[]".into()));
+        let n = sqlx::query("UPDATE runs SET state = 'done', stage = 'done', finished_at = ?, suspect_json = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
+            .bind(now())
+            .bind(suspect)
+            .bind(run_id)
+            .bind(attempt)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if n != 1 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        insert_result(&mut tx, run_id, &o.result).await?;
+        for (host, clients, r) in &o.shares {
+            sqlx::query(
+                "INSERT INTO result_shares (run_id, worker_host_id, clients, transactions, failures, tps, latency_avg_ms, latency_p99_ms, client_cpu_user_s, client_cpu_system_s)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(run_id)
+            .bind(host)
+            .bind(clients)
+            .bind(i64::try_from(r.transactions).unwrap_or(i64::MAX))
+            .bind(i64::try_from(r.failures).unwrap_or(i64::MAX))
+            .bind(r.tps_excluding_connections)
+            .bind(r.latency_avg_ms)
+            .bind(r.latency_p99_ms)
+            .bind(r.client_cpu_user_s)
+            .bind(r.client_cpu_system_s)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for (name, delta) in &o.stats {
+            sqlx::query("INSERT INTO run_stats (run_id, name, delta) VALUES (?, ?, ?)")
+                .bind(run_id)
+                .bind(name)
+                .bind(delta)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for (position, m) in o.metrics.iter().enumerate() {
+            sqlx::query("INSERT INTO run_metrics (run_id, name, value, unit, higher_is_better, position) VALUES (?, ?, ?, ?, ?, ?)")
+                .bind(run_id)
+                .bind(&m.name)
+                .bind(if m.value.is_finite() { m.value } else { 0.0 })
+                .bind(&m.unit)
+                .bind(m.higher_is_better)
+                .bind(i64::try_from(position).unwrap_or(i64::MAX))
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Marks an attempt failed at `stage`; ignored if the attempt is no longer current.
+    pub async fn fail_run(
+        &self,
+        run_id: &str,
+        attempt: u32,
+        stage: Stage,
+        reason: &str,
+        log_tail: &str,
+    ) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        sqlx::query("UPDATE runs SET state = 'failed', stage = ?, error = ?, log_tail = ?, finished_at = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
+            .bind(stage.as_str())
+            .bind(reason)
+            .bind(log_tail)
+            .bind(now())
+            .bind(run_id)
+            .bind(attempt)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Marks an attempt lost (a host vanished during it); ignored if no longer current.
+    pub async fn lose_run(
+        &self,
+        run_id: &str,
+        attempt: u32,
+        stage: Stage,
+        reason: &str,
+    ) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        sqlx::query("UPDATE runs SET state = 'lost', stage = ?, error = ?, finished_at = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
+            .bind(stage.as_str())
+            .bind(reason)
+            .bind(now())
+            .bind(run_id)
+            .bind(attempt)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Lost runs of a job go back to the queue while they have attempts left; the others
+    /// fail. Returns how many were requeued.
+    pub async fn requeue_lost(&self, job_id: &str, max_attempts: u32) -> Result<u64, CatalogError> {
+        let mut tx = self.write().await?;
+        let requeued = sqlx::query(
+            "UPDATE runs SET state = 'queued' WHERE job_id = ? AND state = 'lost' AND attempt < ?",
+        )
+        .bind(job_id)
+        .bind(max_attempts)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        sqlx::query("UPDATE runs SET state = 'failed', error = 'lost ' || attempt || ' times, last: ' || coalesce(error, '') WHERE job_id = ? AND state = 'lost'")
+            .bind(job_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(requeued)
+    }
+
+    /// Fails every queued run of a job (used when it cannot proceed at all).
+    pub async fn fail_queued_runs(
+        &self,
+        job_id: &str,
+        stage: Stage,
+        reason: &str,
+        cell_filter: Option<&[u32]>,
+    ) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        let runs: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT run_id, cell_index FROM runs WHERE job_id = ? AND state = 'queued'",
+        )
+        .bind(job_id)
+        .fetch_all(&mut *tx)
+        .await?;
+        for (run_id, cell) in runs {
+            let hit = cell_filter.is_none_or(|f| f.iter().any(|&c| i64::from(c) == cell));
+            if hit {
+                sqlx::query("UPDATE runs SET state = 'failed', stage = ?, error = ?, finished_at = ? WHERE run_id = ?")
+                    .bind(stage.as_str())
+                    .bind(reason)
+                    .bind(now())
+                    .bind(&run_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Cancels a job that has not finished: the job and its queued runs become cancelled
+    /// (a running run is cancelled by its driver). Returns the job's state and how many runs
+    /// were cancelled here.
+    pub async fn cancel_job(&self, job_id: &str) -> Result<(String, u64), CatalogError> {
+        let mut tx = self.write().await?;
+        let state: Option<String> = sqlx::query_scalar("SELECT state FROM jobs WHERE job_id = ?")
+            .bind(job_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let state = state.ok_or_else(|| CatalogError::JobNotFound(job_id.to_string()))?;
+        if state.parse::<JobState>().is_ok_and(JobState::is_finished) {
+            tx.rollback().await?;
+            return Ok((state, 0));
+        }
+        let n = sqlx::query("UPDATE runs SET state = 'cancelled', stage = 'cancelled', finished_at = ? WHERE job_id = ? AND state = 'queued'")
+            .bind(now())
+            .bind(job_id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        sqlx::query("UPDATE jobs SET state = 'cancelled', error = 'cancelled by request', finished_at = ? WHERE job_id = ?")
+            .bind(now())
+            .bind(job_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(("cancelled".into(), n))
+    }
+
+    /// Marks a running attempt cancelled.
+    pub async fn cancel_run(&self, run_id: &str, attempt: u32) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        sqlx::query("UPDATE runs SET state = 'cancelled', error = 'cancelled by request', finished_at = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
+            .bind(now())
+            .bind(run_id)
+            .bind(attempt)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Runs left `running` by a coordinator that stopped are marked lost and requeued.
+    pub async fn requeue_interrupted(&self) -> Result<u64, CatalogError> {
+        let mut tx = self.write().await?;
+        let n = sqlx::query("UPDATE runs SET state = 'queued', stage = 'queued', error = 'interrupted by coordinator restart' WHERE state = 'running'")
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok(n)
+    }
+}
+
+async fn insert_result(
+    tx: &mut Transaction<'static, Sqlite>,
+    run_id: &str,
+    r: &blocklab_proto::RunLoadResult,
+) -> Result<(), CatalogError> {
+    sqlx::query(
+        "INSERT INTO results (run_id, transactions, failures, tps, tps_incl_conn, latency_avg_ms, latency_stddev_ms,
+           latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_p999_ms, latency_max_ms, connection_time_ms,
+           measured_seconds, client_cpu_user_s, client_cpu_system_s, latency_histogram)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(run_id)
+    .bind(i64::try_from(r.transactions).unwrap_or(i64::MAX))
+    .bind(i64::try_from(r.failures).unwrap_or(i64::MAX))
+    .bind(r.tps_excluding_connections)
+    .bind(r.tps_including_connections)
+    .bind(r.latency_avg_ms)
+    .bind(r.latency_stddev_ms)
+    .bind(r.latency_p50_ms)
+    .bind(r.latency_p90_ms)
+    .bind(r.latency_p99_ms)
+    .bind(r.latency_p999_ms)
+    .bind(r.latency_max_ms)
+    .bind(r.connection_time_ms)
+    .bind(r.measured_seconds)
+    .bind(r.client_cpu_user_s)
+    .bind(r.client_cpu_system_s)
+    .bind(&r.latency_histogram)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query(
+        "UPDATE results SET retries = ?, skipped = ?, late = ?, random_seed = ? WHERE run_id = ?",
+    )
+    .bind(i64::try_from(r.retries).unwrap_or(i64::MAX))
+    .bind(i64::try_from(r.skipped).unwrap_or(i64::MAX))
+    .bind(i64::try_from(r.late).unwrap_or(i64::MAX))
+    .bind((r.random_seed != 0).then_some(r.random_seed as i64))
+    .bind(run_id)
+    .execute(&mut **tx)
+    .await?;
+    for s in &r.samples {
+        sqlx::query("INSERT INTO run_samples (run_id, second, transactions, latency_avg_ms, failures) VALUES (?, ?, ?, ?, ?)")
+            .bind(run_id)
+            .bind(s.second)
+            .bind(i64::try_from(s.transactions).unwrap_or(i64::MAX))
+            .bind(s.latency_avg_ms)
+            .bind(i64::try_from(s.failures).unwrap_or(i64::MAX))
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}

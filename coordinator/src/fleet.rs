@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
+use blocklab_daemon::metrics::Counter;
 use blocklab_spec::Stage;
 
 use crate::catalog::{Catalog, HostRecord};
@@ -161,7 +162,7 @@ impl HostSession {
 
     fn deliver(&self, result: TaskResult) {
         if matches!(result.outcome, Some(task_result::Outcome::Error(_))) {
-            crate::metrics::TASK_ERRORS.inc();
+            TASK_ERRORS.inc();
         }
         let mut pending = self.lock_pending();
         let current = pending
@@ -178,6 +179,11 @@ impl HostSession {
         }
     }
 }
+
+/// Heartbeats received from agents and workers.
+pub static HEARTBEATS_RECEIVED: Counter = Counter::new();
+/// Task results that carried an error outcome.
+pub static TASK_ERRORS: Counter = Counter::new();
 
 /// Progress a host reported for a run attempt.
 #[derive(Debug, Clone)]
@@ -446,7 +452,7 @@ impl Fleet for FleetService {
                 session.seen();
                 match msg.kind {
                     Some(host_message::Kind::Heartbeat(_)) => {
-                        crate::metrics::HEARTBEATS_RECEIVED.inc();
+                        HEARTBEATS_RECEIVED.inc();
                         if last_persist.elapsed() > Duration::from_secs(10) {
                             last_persist = Instant::now();
                             let _ = catalog.touch_host(&session.host_id).await;

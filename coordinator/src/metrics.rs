@@ -2,16 +2,11 @@
 //! jobs and runs by state (from the catalog), hosts up (from the registry), heartbeats
 //! received and task errors (counted by the Fleet service).
 
-use blocklab_daemon::metrics::{Counter, Exposition};
+use blocklab_daemon::metrics::Exposition;
 use blocklab_proto::v1::Role;
 
 use crate::catalog::{Catalog, CatalogError};
-use crate::fleet::Registry;
-
-/// Heartbeats received from agents and workers.
-pub static HEARTBEATS_RECEIVED: Counter = Counter::new();
-/// Task results that carried an error outcome.
-pub static TASK_ERRORS: Counter = Counter::new();
+use crate::fleet::{HEARTBEATS_RECEIVED, Registry, TASK_ERRORS};
 
 async fn by_state(catalog: &Catalog, table: &str) -> Result<Vec<(String, u64)>, CatalogError> {
     let sql = match table {

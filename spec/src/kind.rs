@@ -1,8 +1,9 @@
 //! Workload kinds beyond pgbench's scripts: a TPC-C-like mix (NOTPM), an AS3AP-like suite
 //! (per-query seconds, multi-user tuples per second) and maintenance timings.
 
-use super::SpecError;
 use super::raw::RawWorkload;
+use crate::error::SpecError;
+use crate::model::WorkloadKind;
 
 /// Names of the kinds, as `workload.kind` takes them.
 pub const KINDS: [&str; 4] = ["pgbench", "tpcc", "as3ap", "maintenance"];
@@ -21,133 +22,6 @@ pub const MAINTENANCE_STEPS: [&str; 8] = [
     "dump",
     "restore",
 ];
-
-/// What a workload runs, with the choices only that kind has.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub enum WorkloadKind {
-    /// pgbench's built-ins (the workload's `builtin` and `protocol`).
-    Pgbench,
-    /// TPC-C-like: `scale` warehouses, `clients` terminals.
-    Tpcc {
-        keying_thinking: bool,
-        time_scale: f64,
-        /// Run the consistency checks after each measured window.
-        check: bool,
-    },
-    /// AS3AP-like: `scale` thousand rows per table, `clients` users in the mixes.
-    As3ap {
-        single_user: bool,
-        mixes: Vec<String>,
-    },
-    /// Maintenance timings on `scale` x 100000 rows; no client workers.
-    Maintenance { steps: Vec<String> },
-}
-
-impl WorkloadKind {
-    pub fn name(&self) -> &'static str {
-        match self {
-            WorkloadKind::Pgbench => "pgbench",
-            WorkloadKind::Tpcc { .. } => "tpcc",
-            WorkloadKind::As3ap { .. } => "as3ap",
-            WorkloadKind::Maintenance { .. } => "maintenance",
-        }
-    }
-
-    /// Whether runs of this kind use client workers.
-    pub fn has_workers(&self) -> bool {
-        !matches!(self, WorkloadKind::Maintenance { .. })
-    }
-
-    /// Whether runs of this kind have a timed window of concurrent clients (and so need a
-    /// duration and client workers).
-    pub fn has_window(&self) -> bool {
-        match self {
-            WorkloadKind::Maintenance { .. } => false,
-            WorkloadKind::As3ap { mixes, .. } => !mixes.is_empty(),
-            _ => true,
-        }
-    }
-
-    /// The metric `blocklab results` summarises by default for this kind.
-    pub fn headline_metric(&self) -> &'static str {
-        match self {
-            WorkloadKind::Pgbench => "tps",
-            WorkloadKind::Tpcc { .. } => "notpm",
-            WorkloadKind::As3ap { mixes, .. } => match mixes.first().map(String::as_str) {
-                Some("mixed-ir") => "mixed_ir.tup_per_s",
-                Some(_) => "mixed_oltp.tup_per_s",
-                None => "as3ap.single_user_s",
-            },
-            WorkloadKind::Maintenance { .. } => "maint.total_s",
-        }
-    }
-}
-
-impl super::Workload {
-    /// One line for people: the kind, what `scale` and `clients` mean for it, the window.
-    pub fn describe(&self) -> String {
-        let window = if self.warmup.is_zero() {
-            format!("{:?} measured", self.duration)
-        } else {
-            format!(
-                "{:?} measured after {:?} warm-up",
-                self.duration, self.warmup
-            )
-        };
-        match &self.kind {
-            WorkloadKind::Pgbench => format!(
-                "pgbench {} ({} protocol), scale {}, {window}",
-                self.builtin, self.protocol, self.scale
-            ),
-            WorkloadKind::Tpcc {
-                keying_thinking,
-                time_scale,
-                check,
-            } => format!(
-                "tpcc, {} warehouse(s), clients = terminals, {window}, keying/thinking {}, consistency checks {}",
-                self.scale,
-                if *keying_thinking {
-                    format!("on (x{time_scale})")
-                } else {
-                    "off".into()
-                },
-                if *check { "on" } else { "off" }
-            ),
-            WorkloadKind::As3ap { single_user, mixes } => format!(
-                "as3ap, {} rows per table, single-user queries {}, mixes [{}] with clients = users{}",
-                u64::from(self.scale) * 1000,
-                if *single_user { "on" } else { "off" },
-                mixes.join(", "),
-                if mixes.is_empty() {
-                    String::new()
-                } else {
-                    format!(", {window} each")
-                }
-            ),
-            WorkloadKind::Maintenance { steps } => format!(
-                "maintenance on {} rows: {} (done by the agent; no client workers)",
-                u64::from(self.scale) * 100_000,
-                steps.join(", ")
-            ),
-        }
-    }
-}
-
-/// What a stored spec runs, for listings: "probe" for an I/O probe, else its workload kind
-/// ("pgbench" when unsaid); empty when the text is not a spec.
-pub fn workload_of(text: &str) -> String {
-    let Ok(v) = toml::from_str::<toml::Value>(text) else {
-        return String::new();
-    };
-    if v.get("kind").and_then(|k| k.as_str()) == Some("probe") {
-        return "probe".into();
-    }
-    v.get("workload")
-        .and_then(|w| w.get("kind"))
-        .and_then(|k| k.as_str())
-        .unwrap_or("pgbench")
-        .to_string()
-}
 
 fn only_for(prefix: &str, field: &str, kind: &str) -> SpecError {
     SpecError::new(
@@ -279,13 +153,12 @@ mod tests {
 
     #[test]
     fn listings_name_the_workload() {
-        assert_eq!(
-            workload_of(&format!("{HEAD}[workload]\nduration = \"5s\"")),
-            "pgbench"
-        );
-        assert_eq!(workload_of("[workload]\nkind = \"tpcc\""), "tpcc");
-        assert_eq!(workload_of("kind = \"probe\""), "probe");
-        assert_eq!(workload_of("not = [toml"), "");
+        let plan = |w: &str| {
+            crate::JobPlan::parse(&format!("{HEAD}[workload]\n{w}"), None).expect("valid")
+        };
+        assert_eq!(plan("duration = \"5s\"").workload(), "pgbench");
+        let tpcc = plan("kind = \"tpcc\"\nduration = \"5s\"");
+        assert_eq!((tpcc.workload(), tpcc.headline_metric()), ("tpcc", "notpm"));
     }
 
     #[test]

@@ -3,8 +3,11 @@
 
 use serde::Deserialize;
 
-use super::validate::toml_error;
-use super::{JobKind, MAX_SPEC_BYTES, SpecError};
+use crate::error::SpecError;
+use crate::limits::{MAX_SPEC_BYTES, WAL_BLOCK_SIZES_KB};
+use crate::model::ProbeSpec;
+use crate::state::JobKind;
+use crate::validate::toml_error;
 
 /// Chunk sizes the probe reads with, KB (4 KiB to 8 MiB, powers of two).
 pub const PROBE_CHUNKS_KB: [u32; 12] = [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192];
@@ -59,21 +62,6 @@ fn default_modes() -> Vec<String> {
 }
 fn default_writes() -> u32 {
     200
-}
-
-/// A validated probe job.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ProbeSpec {
-    pub name: String,
-    pub repetitions: u32,
-    pub targets: Vec<String>,
-    pub file_size_bytes: u64,
-    pub chunk_sizes_kb: Vec<u32>,
-    pub buffered: bool,
-    pub direct: bool,
-    pub fsync_block_sizes_kb: Vec<u32>,
-    pub fsync_writes: u32,
-    pub db_host_labels: Vec<String>,
 }
 
 /// The `kind` key of a spec: "benchmark" (default) or "probe".
@@ -159,7 +147,7 @@ impl ProbeSpec {
             }
         }
         for (i, b) in p.fsync_block_sizes_kb.iter().enumerate() {
-            if !super::WAL_BLOCK_SIZES_KB.contains(b) {
+            if !WAL_BLOCK_SIZES_KB.contains(b) {
                 return Err(SpecError::new(
                     format!("probe.fsync_block_sizes_kb[{i}]"),
                     format!("{b} is not a WAL block size; use 1, 2, 4, 8, 16, 32 or 64"),

@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{JobKind, JobSpec, Plan, ProbeSpec, Spec, SpecError};
+use crate::error::SpecError;
+use crate::model::{JobSpec, Plan, ProbeSpec, Spec};
+use crate::state::JobKind;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum JobPlan {

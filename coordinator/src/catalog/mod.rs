@@ -11,30 +11,17 @@ use sqlx::sqlite::{
 use sqlx::{Row, Sqlite, Transaction};
 
 use blocklab_spec::JobState;
-use blocklab_spec::state::UnknownName;
 
+pub use error::CatalogError;
 pub use rows::*;
 
+mod error;
 pub mod export;
 mod jobs;
 mod rows;
 mod runs;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
-
-#[derive(Debug, thiserror::Error)]
-pub enum CatalogError {
-    #[error("catalog: {0}")]
-    Sql(#[from] sqlx::Error),
-    #[error("catalog migration: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
-    #[error("job {0} not found")]
-    JobNotFound(String),
-    #[error("catalog holds a value this coordinator does not know: {0}")]
-    Corrupt(UnknownName),
-    #[error("job {job_id}: its stored plan cannot be read: {message}")]
-    Plan { job_id: String, message: String },
-}
 
 /// Handle to the catalog; cheap to clone.
 #[derive(Clone)]

@@ -5,7 +5,7 @@ use blocklab_spec::{JobKind, JobState, RunState, Stage};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{FromRow, Row};
 
-use super::CatalogError;
+use super::error::CatalogError;
 
 pub(super) const JOB_SELECT_ALL: &str =
     "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.created_at, j.spec_toml, j.seed,

@@ -6,15 +6,16 @@
 //!   on the coordinator by a [`TokenCheck`] interceptor per service, in constant time.
 //! - A [`Secret`] never prints its value: `Debug` shows `<redacted>`.
 
+mod error;
 mod tls;
 mod tokens;
 
+pub use error::SecurityError;
 pub use tls::{ClientTls, ServerTls};
 pub use tokens::{
     Bearer, Secret, TokenCheck, TokenKind, read_token_file, read_token_list, resolve_token,
 };
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use tonic::transport::{Channel, Endpoint};
@@ -33,34 +34,6 @@ pub const FLEET_TOKEN_ENV: &str = "BLOCKLAB_FLEET_TOKEN";
 pub const API_TOKEN_ENV: &str = "BLOCKLAB_TOKEN";
 /// Environment variable naming the CA certificate file clients verify the coordinator with.
 pub const CA_CERT_ENV: &str = "BLOCKLAB_CA_CERT";
-
-pub(crate) const MIN_TOKEN_LEN: usize = 16;
-pub(crate) const MAX_TOKEN_LEN: usize = 4096;
-
-#[derive(Debug, thiserror::Error)]
-pub enum SecurityError {
-    #[error("{flag} {path}: {error}")]
-    Read {
-        flag: &'static str,
-        path: PathBuf,
-        error: std::io::Error,
-    },
-    #[error("{flag} {path}: {reason}")]
-    Invalid {
-        flag: &'static str,
-        path: PathBuf,
-        reason: String,
-    },
-    #[error("{source_name}: {reason}")]
-    Token {
-        source_name: String,
-        reason: &'static str,
-    },
-    #[error("coordinator address {addr:?}: {reason}")]
-    Address { addr: String, reason: String },
-    #[error("cannot connect to the coordinator at {addr}: {detail}")]
-    Connect { addr: String, detail: String },
-}
 
 /// What a client presents: the CA to verify the coordinator and its token.
 #[derive(Clone, Debug, Default)]

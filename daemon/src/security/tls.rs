@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tonic::transport::{Certificate, ClientTlsConfig, Identity, ServerTlsConfig};
 
-use super::SecurityError;
+use super::error::SecurityError;
 use super::tokens::warn_if_shared;
 
 /// The CA a client verifies the coordinator's certificate with.

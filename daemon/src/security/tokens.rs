@@ -10,7 +10,7 @@ use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
 use tonic::{Request, Status};
 
-use super::{MAX_TOKEN_LEN, MIN_TOKEN_LEN, SecurityError};
+use super::error::{MAX_TOKEN_LEN, MIN_TOKEN_LEN, SecurityError};
 
 /// A token. Its value is only reachable through [`Secret::expose`]; `Debug` redacts it.
 #[derive(Clone)]

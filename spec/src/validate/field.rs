@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::SpecError;
+use crate::error::SpecError;
 
 /// A variant or source name: 1 to 40 letters, digits, `_` or `-`.
 pub(super) fn check_name(field: &str, name: &str) -> Result<(), SpecError> {

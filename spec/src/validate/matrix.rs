@@ -1,10 +1,10 @@
 //! `[matrix]` and `[baseline]`: the page sizes, segment sizes, clients and scales to vary,
 //! the baseline cell, and the size of the whole job.
 
+use crate::error::SpecError;
+use crate::limits::{DATA_BLOCK_SIZES_KB, SEGSIZES_GB, WAL_BLOCK_SIZES_KB, WAL_SEGSIZES_MB};
+use crate::model::{Source, Vary};
 use crate::raw::{RawBaseline, RawMatrix};
-use crate::{
-    DATA_BLOCK_SIZES_KB, SEGSIZES_GB, Source, SpecError, Vary, WAL_BLOCK_SIZES_KB, WAL_SEGSIZES_MB,
-};
 
 /// Most runs one job may have.
 const MAX_RUNS: usize = 100_000;

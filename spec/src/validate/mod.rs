@@ -11,11 +11,12 @@ mod source;
 mod workload;
 
 pub(super) use field::toml_error;
-pub(super) use order::shuffle;
 pub use source::validate_configure_flag;
 
+use crate::error::SpecError;
+use crate::limits::MAX_SPEC_BYTES;
+use crate::model::{Layout, Spec};
 use crate::raw::{RawPlacement, RawSpec};
-use crate::{Layout, MAX_SPEC_BYTES, Spec, SpecError};
 
 pub(super) fn parse(text: &str) -> Result<Spec, SpecError> {
     if text.len() > MAX_SPEC_BYTES {
@@ -83,7 +84,7 @@ fn check_header(raw: &RawSpec) -> Result<(), SpecError> {
     if let Some(k) = raw
         .kind
         .as_deref()
-        .filter(|k| k.parse() != Ok(crate::JobKind::Benchmark))
+        .filter(|k| k.parse() != Ok(crate::state::JobKind::Benchmark))
     {
         return Err(SpecError::new(
             "kind",

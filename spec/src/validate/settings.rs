@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use super::field::check_name;
-use crate::{MemoryPolicy, SpecError, hold_constant};
+use crate::error::SpecError;
+use crate::memory::{MemoryPolicy, hold_constant};
 
 /// Settings as (name, value) pairs in PostgreSQL's text form.
 type Settings = Vec<(String, String)>;
@@ -62,7 +63,7 @@ fn check_setting_name(field: &str, name: &str) -> Result<(), SpecError> {
             "setting names are lowercase letters, digits, '_' and '.'",
         ));
     }
-    if crate::RESERVED_SETTINGS.contains(&name) {
+    if crate::reserved::RESERVED_SETTINGS.contains(&name) {
         return Err(SpecError::new(
             field,
             "may not be set by a spec: the agent sets it, or it runs commands or loads code on the database host",

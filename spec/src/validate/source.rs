@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use super::field::check_name;
+use crate::error::SpecError;
+use crate::model::Source;
 use crate::raw::RawSource;
-use crate::{Source, SpecError};
 
 /// One `[source]` (named "default") or several `[sources.NAME]`, not both.
 pub(super) fn validate_sources(

@@ -4,8 +4,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::field::{check_name, parse_duration};
+use crate::error::SpecError;
+use crate::limits::{BUILTINS, PROTOCOLS};
+use crate::model::{Workload, WorkloadKind};
 use crate::raw::{RawWorkload, RawWorkloadOverride};
-use crate::{BUILTINS, PROTOCOLS, SpecError, Workload, WorkloadKind};
 
 /// The named workload variants, each `base` with its overrides; none given is one variant
 /// "default" of `workload`.

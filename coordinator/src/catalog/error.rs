@@ -1,0 +1,17 @@
+//! What a catalog operation can fail with.
+
+use blocklab_spec::state::UnknownName;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("catalog: {0}")]
+    Sql(#[from] sqlx::Error),
+    #[error("catalog migration: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("job {0} not found")]
+    JobNotFound(String),
+    #[error("catalog holds a value this coordinator does not know: {0}")]
+    Corrupt(UnknownName),
+    #[error("job {job_id}: its stored plan cannot be read: {message}")]
+    Plan { job_id: String, message: String },
+}

@@ -6,11 +6,13 @@ use blocklab_proto::v1::*;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
+use sqlx::FromRow;
+
+use super::rows::{RunRow, small};
 use super::{Catalog, CatalogError, JobRecord};
 
 fn u32c(row: &SqliteRow, col: &str) -> Result<u32, sqlx::Error> {
-    let v: Option<i64> = row.try_get(col)?;
-    Ok(v.and_then(|v| u32::try_from(v).ok()).unwrap_or(0))
+    Ok(small(row.try_get::<Option<i64>, _>(col)?))
 }
 
 fn u64c(row: &SqliteRow, col: &str) -> Result<u64, sqlx::Error> {
@@ -87,28 +89,27 @@ fn metrics(row: &SqliteRow) -> Result<Option<RunMetrics>, sqlx::Error> {
     }))
 }
 
-fn run(row: &SqliteRow) -> Result<ExportRun, sqlx::Error> {
+fn run(row: &SqliteRow) -> Result<ExportRun, CatalogError> {
     let suspect: Option<String> = row.try_get("suspect_json")?;
+    let r = RunRow::from_row(row)?;
     Ok(ExportRun {
-        run_id: row.try_get("run_id")?,
-        cell_index: u32c(row, "cell_index")?,
-        repetition: u32c(row, "repetition")?,
-        sequence: u32c(row, "sequence")?,
-        attempt: u32c(row, "attempt")?,
-        state: row.try_get("state")?,
-        stage: row.try_get("stage")?,
-        error: text(row, "error")?,
+        state: r.state()?.to_string(),
+        stage: r.stage()?.to_string(),
+        run_id: r.run_id,
+        cell_index: small(r.cell_index),
+        repetition: small(r.repetition),
+        sequence: small(r.sequence),
+        attempt: small(r.attempt),
+        error: r.error.unwrap_or_default(),
         started_at: text(row, "started_at")?,
         finished_at: text(row, "finished_at")?,
         db_host_id: text(row, "db_host_id")?,
         worker_host_id: text(row, "worker_host_id")?,
-        build_key: text(row, "build_key")?,
-        build_reused: row
-            .try_get::<Option<bool>, _>("build_reused")?
-            .unwrap_or(false),
+        build_key: r.build_key.unwrap_or_default(),
+        build_reused: r.build_reused.unwrap_or(false),
         server_version: text(row, "server_version")?,
-        block_size: u32c(row, "block_size")?,
-        wal_block_size: u32c(row, "wal_block_size")?,
+        block_size: small(r.block_size),
+        wal_block_size: small(r.wal_block_size),
         suspect_reasons: suspect_reasons(suspect.as_deref()),
         result: metrics(row)?,
         ..Default::default()

@@ -31,8 +31,7 @@ pub(super) const RUN_SELECT: &str =
   WHERE r.job_id = ? ORDER BY r.sequence";
 
 fn u32_of(row: &SqliteRow, col: &str) -> Result<u32, CatalogError> {
-    let v: Option<i64> = row.try_get(col)?;
-    Ok(v.and_then(|v| u32::try_from(v).ok()).unwrap_or(0))
+    Ok(small(row.try_get::<Option<i64>, _>(col)?))
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -104,10 +103,6 @@ fn named<T: std::str::FromStr<Err = UnknownName>>(v: &str) -> Result<T, CatalogE
     v.parse().map_err(CatalogError::Corrupt)
 }
 
-fn count(v: i64) -> u32 {
-    u32::try_from(v).unwrap_or(0)
-}
-
 impl TryFrom<JobRow> for JobRecord {
     type Error = CatalogError;
 
@@ -124,9 +119,9 @@ impl TryFrom<JobRow> for JobRecord {
             seed: r.seed.map(|s| s as u64),
             workload: r.workload,
             headline_metric: r.headline_metric,
-            runs_total: count(r.runs_total),
-            runs_done: count(r.runs_done),
-            runs_failed: count(r.runs_failed),
+            runs_total: small(r.runs_total),
+            runs_done: small(r.runs_done),
+            runs_failed: small(r.runs_failed),
         })
     }
 }
@@ -162,25 +157,57 @@ pub struct RunRecord {
     pub headline: Option<(String, f64, String)>,
 }
 
+/// The columns of `runs` that every read of a run uses: its place in the job, its attempt,
+/// where it is and what it ran on. The run listing and the export both read them through this.
+#[derive(sqlx::FromRow)]
+pub(super) struct RunRow {
+    pub run_id: String,
+    pub cell_index: i64,
+    pub repetition: i64,
+    pub sequence: i64,
+    pub attempt: i64,
+    pub state: String,
+    pub stage: String,
+    pub error: Option<String>,
+    pub block_size: Option<i64>,
+    pub wal_block_size: Option<i64>,
+    pub build_key: Option<String>,
+    pub build_reused: Option<bool>,
+}
+
+impl RunRow {
+    pub(super) fn state(&self) -> Result<RunState, CatalogError> {
+        named(&self.state)
+    }
+
+    pub(super) fn stage(&self) -> Result<Stage, CatalogError> {
+        named(&self.stage)
+    }
+}
+
+/// A stored count or size as u32 (NULL and out-of-range read as 0).
+pub(super) fn small(v: impl Into<Option<i64>>) -> u32 {
+    v.into().and_then(|v| u32::try_from(v).ok()).unwrap_or(0)
+}
+
 impl RunRecord {
     pub(super) fn from_row(row: &SqliteRow) -> Result<Self, CatalogError> {
+        let r = RunRow::from_row(row)?;
         Ok(Self {
-            run_id: row.try_get("run_id")?,
-            cell_index: u32_of(row, "cell_index")?,
-            repetition: u32_of(row, "repetition")?,
-            sequence: u32_of(row, "sequence")?,
-            attempt: u32_of(row, "attempt")?,
-            state: named(row.try_get("state")?)?,
-            stage: named(row.try_get("stage")?)?,
-            error: row.try_get("error")?,
+            state: r.state()?,
+            stage: r.stage()?,
+            run_id: r.run_id,
+            cell_index: small(r.cell_index),
+            repetition: small(r.repetition),
+            sequence: small(r.sequence),
+            attempt: small(r.attempt),
+            error: r.error,
             log_tail: row.try_get("log_tail")?,
             cell_label: row.try_get("label")?,
-            block_size: u32_of(row, "block_size")?,
-            wal_block_size: u32_of(row, "wal_block_size")?,
-            build_key: row.try_get("build_key")?,
-            build_reused: row
-                .try_get::<Option<bool>, _>("build_reused")?
-                .unwrap_or(false),
+            block_size: small(r.block_size),
+            wal_block_size: small(r.wal_block_size),
+            build_key: r.build_key,
+            build_reused: r.build_reused.unwrap_or(false),
             tps: row.try_get("tps")?,
             headline: match (
                 row.try_get::<Option<String>, _>("headline_name")?,

@@ -13,6 +13,19 @@ pub fn cell_metric(c: &CellResult) -> Metric {
     })
 }
 
+/// The first columns of every runs table (`blocklab job`, the HTML report): which run it is
+/// and where it is.
+pub const RUN_KEY_COLUMNS: [&str; 6] = ["#", "cell", "rep", "attempt", "state", "stage"];
+
+/// A page size in bytes for a table: `-` when unknown (0).
+pub fn size(bytes: u32) -> String {
+    if bytes == 0 {
+        "-".into()
+    } else {
+        bytes.to_string()
+    }
+}
+
 /// A value of `metric` for people: tps with one decimal, latencies in ms with three,
 /// seconds with four, counts whole.
 pub fn num(metric: &Metric, v: f64) -> String {

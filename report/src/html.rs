@@ -105,13 +105,8 @@ fn runs(out: &mut String, e: &JobExport) {
         .runs
         .iter()
         .any(|r| r.result.as_ref().is_some_and(|m| !m.extra.is_empty()));
-    let mut header = strings(&[
-        "#",
-        "cell",
-        "rep",
-        "attempt",
-        "state",
-        "stage",
+    let mut header = strings(&crate::format::RUN_KEY_COLUMNS);
+    header.extend(strings(&[
         "started",
         "finished",
         "db host",
@@ -126,7 +121,7 @@ fn runs(out: &mut String, e: &JobExport) {
         "failures",
         "suspect reasons",
         "error",
-    ]);
+    ]));
     let mut rows = Vec::new();
     let mut marks = Vec::new();
     for r in &e.runs {

@@ -3,12 +3,11 @@
 use std::fmt::Write as _;
 
 use blocklab_proto::v1::{GetJobResponse, RunDetail};
+pub use blocklab_report::format::RUN_KEY_COLUMNS;
+use blocklab_report::format::size;
 
 use super::table::table;
 use crate::runs::{is_done, run_result};
-
-/// The columns that name a run and say where it is; every runs table leads with them.
-pub const RUN_KEY_COLUMNS: [&str; 6] = ["#", "cell", "rep", "attempt", "state", "stage"];
 
 /// The columns of `blocklab job`'s runs table after [`RUN_KEY_COLUMNS`].
 const RUN_DETAIL_COLUMNS: [&str; 5] = ["block_size", "wal_block_size", "result", "build", "error"];
@@ -20,14 +19,6 @@ pub fn runs_table_header() -> Vec<&'static str> {
         .chain(&RUN_DETAIL_COLUMNS)
         .copied()
         .collect()
-}
-
-fn size(bytes: u32) -> String {
-    if bytes == 0 {
-        "-".into()
-    } else {
-        bytes.to_string()
-    }
 }
 
 /// `blocklab job ID`: the job's summary line and its runs.

@@ -4,7 +4,7 @@ use blocklab_proto::v1::*;
 use serde_json::json;
 
 use crate::ReportError;
-use crate::format::{cell_metric, num, p_value, pct};
+use crate::format::{cell_metric, num, p_value, pct, size};
 use crate::stats::Metric;
 
 /// Output formats of `results` and `compare`.
@@ -27,14 +27,6 @@ impl Format {
             "markdown" | "md" => Ok(Format::Markdown),
             other => Err(ReportError::UnknownFormat(other.to_string())),
         }
-    }
-}
-
-fn size(bytes: u32) -> String {
-    if bytes == 0 {
-        "-".into()
-    } else {
-        bytes.to_string()
     }
 }
 

@@ -4,9 +4,8 @@
 use super::raw::RawWorkload;
 use crate::error::SpecError;
 use crate::model::WorkloadKind;
+use crate::state::WorkloadName;
 
-/// Names of the kinds, as `workload.kind` takes them.
-pub const KINDS: [&str; 4] = ["pgbench", "tpcc", "as3ap", "maintenance"];
 /// AS3AP-like multi-user mixes.
 pub const AS3AP_MIXES: [&str; 2] = ["mixed-ir", "mixed-oltp"];
 /// Maintenance steps, in the order they run.
@@ -55,7 +54,20 @@ fn names(
 
 /// The kind of `w`, refusing fields that belong to another kind.
 pub(super) fn validate_kind(prefix: &str, w: &RawWorkload) -> Result<WorkloadKind, SpecError> {
-    let kind = w.kind.as_deref().unwrap_or("pgbench");
+    let kind: WorkloadName = w
+        .kind
+        .as_deref()
+        .unwrap_or(WorkloadName::Pgbench.as_str())
+        .parse()
+        .map_err(|e: crate::state::UnknownName| {
+            SpecError::new(
+                format!("{prefix}.kind"),
+                format!(
+                    "{:?} is not a workload kind; use one of {}",
+                    e.value, e.allowed
+                ),
+            )
+        })?;
     let tpcc_only = [
         ("keying_thinking", w.keying_thinking.is_some()),
         ("time_scale", w.time_scale.is_some()),
@@ -70,31 +82,22 @@ pub(super) fn validate_kind(prefix: &str, w: &RawWorkload) -> Result<WorkloadKin
         ("builtin", w.builtin.is_some()),
         ("protocol", w.protocol.is_some()),
     ];
-    let groups: [(&str, &[(&str, bool)]); 4] = [
-        ("pgbench", &pgbench_only),
-        ("tpcc", &tpcc_only),
-        ("as3ap", &as3ap_only),
-        ("maintenance", &maint_only),
+    let groups: [(WorkloadName, &[(&str, bool)]); 4] = [
+        (WorkloadName::Pgbench, &pgbench_only),
+        (WorkloadName::Tpcc, &tpcc_only),
+        (WorkloadName::As3ap, &as3ap_only),
+        (WorkloadName::Maintenance, &maint_only),
     ];
-    if !KINDS.contains(&kind) {
-        return Err(SpecError::new(
-            format!("{prefix}.kind"),
-            format!(
-                "{kind:?} is not a workload kind; use one of {}",
-                KINDS.join(", ")
-            ),
-        ));
-    }
     for (owner, fields) in groups {
         if owner == kind {
             continue;
         }
         if let Some((f, _)) = fields.iter().find(|(_, set)| *set) {
-            return Err(only_for(prefix, f, owner));
+            return Err(only_for(prefix, f, owner.as_str()));
         }
     }
     Ok(match kind {
-        "tpcc" => {
+        WorkloadName::Tpcc => {
             let time_scale = w.time_scale.unwrap_or(1.0);
             if !(time_scale.is_finite() && (0.0..=100.0).contains(&time_scale)) || time_scale == 0.0
             {
@@ -109,7 +112,7 @@ pub(super) fn validate_kind(prefix: &str, w: &RawWorkload) -> Result<WorkloadKin
                 check: w.check.unwrap_or(true),
             }
         }
-        "as3ap" => {
+        WorkloadName::As3ap => {
             let mixes = match &w.mixes {
                 Some(m) => names(prefix, "mixes", m, &AS3AP_MIXES)?,
                 None => AS3AP_MIXES.map(String::from).to_vec(),
@@ -123,7 +126,7 @@ pub(super) fn validate_kind(prefix: &str, w: &RawWorkload) -> Result<WorkloadKin
             }
             WorkloadKind::As3ap { single_user, mixes }
         }
-        "maintenance" => {
+        WorkloadName::Maintenance => {
             let steps = match &w.steps {
                 Some(s) if s.is_empty() => {
                     return Err(SpecError::new(
@@ -136,7 +139,7 @@ pub(super) fn validate_kind(prefix: &str, w: &RawWorkload) -> Result<WorkloadKin
             };
             WorkloadKind::Maintenance { steps }
         }
-        _ => WorkloadKind::Pgbench,
+        WorkloadName::Pgbench => WorkloadKind::Pgbench,
     })
 }
 

@@ -16,13 +16,13 @@ mod stored;
 mod validate;
 
 pub use error::SpecError;
-pub use kind::{AS3AP_MIXES, KINDS, MAINTENANCE_STEPS};
+pub use kind::{AS3AP_MIXES, MAINTENANCE_STEPS};
 pub use limits::*;
 pub use memory::{MemoryPolicy, hold_constant, page_unit};
 pub use model::*;
 pub use probe::{PROBE_CHUNKS_KB, parse_size, spec_kind};
 pub use reserved::RESERVED_SETTINGS;
-pub use state::{JobKind, JobState, RunState, Stage};
+pub use state::{JobKind, JobState, RunState, Stage, WorkloadName};
 pub use stored::JobPlan;
 pub use validate::validate_configure_flag;
 

@@ -5,6 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::memory::MemoryPolicy;
+use crate::state::WorkloadName;
 
 /// How runs of different cells are ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -387,11 +388,15 @@ pub enum WorkloadKind {
 
 impl WorkloadKind {
     pub fn name(&self) -> &'static str {
+        self.kind_name().as_str()
+    }
+
+    pub fn kind_name(&self) -> WorkloadName {
         match self {
-            WorkloadKind::Pgbench => "pgbench",
-            WorkloadKind::Tpcc { .. } => "tpcc",
-            WorkloadKind::As3ap { .. } => "as3ap",
-            WorkloadKind::Maintenance { .. } => "maintenance",
+            WorkloadKind::Pgbench => WorkloadName::Pgbench,
+            WorkloadKind::Tpcc { .. } => WorkloadName::Tpcc,
+            WorkloadKind::As3ap { .. } => WorkloadName::As3ap,
+            WorkloadKind::Maintenance { .. } => WorkloadName::Maintenance,
         }
     }
 

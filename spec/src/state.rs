@@ -87,6 +87,17 @@ named_enum!(
 );
 
 named_enum!(
+    /// The name of a workload kind, as `workload.kind` and the wire's `WorkloadKind.kind`
+    /// spell it.
+    WorkloadName, "workload kind", {
+        Pgbench = "pgbench",
+        Tpcc = "tpcc",
+        As3ap = "as3ap",
+        Maintenance = "maintenance",
+    }
+);
+
+named_enum!(
     /// Where a run is. `lost`: its host went silent; the run is retried.
     RunState, "run state", {
         Queued = "queued",

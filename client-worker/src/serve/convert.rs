@@ -1,6 +1,7 @@
 //! The wire types (blocklab_proto) to the worker's own and back: the only place the
 //! worker converts between them.
 
+use blocklab_spec::WorkloadName;
 use std::time::Duration;
 
 use blocklab_proto::{
@@ -33,20 +34,26 @@ pub enum Workload {
 impl Workload {
     /// The kind a task names (no `workload` or an empty name: pgbench); None when unknown.
     pub fn of(w: Option<&WorkloadKind>) -> Option<Workload> {
-        match w.map_or("", |w| w.kind.as_str()) {
-            "" | "pgbench" => Some(Workload::Pgbench),
-            "tpcc" => Some(Workload::Tpcc),
-            "as3ap" => Some(Workload::As3ap),
-            _ => None,
+        let name = w.map_or("", |w| w.kind.as_str());
+        if name.is_empty() {
+            return Some(Workload::Pgbench);
+        }
+        match name.parse::<WorkloadName>().ok()? {
+            WorkloadName::Pgbench => Some(Workload::Pgbench),
+            WorkloadName::Tpcc => Some(Workload::Tpcc),
+            WorkloadName::As3ap => Some(Workload::As3ap),
+            // Maintenance runs on the agent, never on a worker.
+            WorkloadName::Maintenance => None,
         }
     }
 
     pub fn name(self) -> &'static str {
         match self {
-            Workload::Pgbench => "pgbench",
-            Workload::Tpcc => "tpcc",
-            Workload::As3ap => "as3ap",
+            Workload::Pgbench => WorkloadName::Pgbench,
+            Workload::Tpcc => WorkloadName::Tpcc,
+            Workload::As3ap => WorkloadName::As3ap,
         }
+        .as_str()
     }
 }
 

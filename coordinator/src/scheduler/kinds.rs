@@ -17,7 +17,7 @@ use super::metrics as wm;
 use super::run::{Failure, INIT_TIMEOUT, RunCtx, fail, unexpected};
 use super::window::{Window, add_deltas, deltas};
 use crate::catalog::RunOutcome;
-use blocklab_spec::{Workload, WorkloadKind};
+use blocklab_spec::{Workload, WorkloadKind, WorkloadName};
 
 const MAINTENANCE_TIMEOUT: Duration = Duration::from_secs(6 * 60 * 60);
 
@@ -33,7 +33,7 @@ fn wire_kind(w: &Workload, scale: u32, mix: &str) -> WireKind {
             time_scale,
             ..
         } => WireKind {
-            kind: "tpcc".into(),
+            kind: WorkloadName::Tpcc.as_str().into(),
             tpcc: Some(TpccParams {
                 warehouses: scale,
                 keying_thinking: *keying_thinking,
@@ -42,7 +42,7 @@ fn wire_kind(w: &Workload, scale: u32, mix: &str) -> WireKind {
             as3ap: None,
         },
         _ => WireKind {
-            kind: "as3ap".into(),
+            kind: WorkloadName::As3ap.as_str().into(),
             tpcc: None,
             as3ap: Some(As3apParams {
                 rows: u64::from(scale) * 1000,

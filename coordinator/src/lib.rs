@@ -16,6 +16,7 @@ pub mod dashboard;
 pub mod error;
 pub mod fleet;
 pub mod listen;
+pub mod load;
 pub mod metrics;
 pub mod results;
 pub mod scheduler;

@@ -124,7 +124,7 @@ impl Catalog {
         &self,
         run_id: &str,
         attempt: u32,
-        r: &blocklab_proto::RunLoadResult,
+        r: &crate::load::LoadResult,
     ) -> Result<bool, CatalogError> {
         let outcome = RunOutcome {
             result: r.clone(),
@@ -351,7 +351,7 @@ impl Catalog {
 async fn insert_result(
     tx: &mut Transaction<'static, Sqlite>,
     run_id: &str,
-    r: &blocklab_proto::RunLoadResult,
+    r: &crate::load::LoadResult,
 ) -> Result<(), CatalogError> {
     sqlx::query(
         "INSERT INTO results (run_id, transactions, failures, tps, tps_incl_conn, latency_avg_ms, latency_stddev_ms,

@@ -6,11 +6,12 @@ use blocklab_spec::Stage;
 use std::time::{Duration, Instant};
 
 use blocklab_proto::v1::{
-    As3apParams, ConnInfo, InitDataTask, RunLoadResult, RunLoadTask, RunMaintenanceTask,
-    TpccParams, WorkloadKind as WireKind, WorkloadMetric, WorkloadStepResult, WorkloadStepTask,
-    task, task_result::Outcome,
+    As3apParams, ConnInfo, InitDataTask, RunLoadTask, RunMaintenanceTask, TpccParams,
+    WorkloadKind as WireKind, WorkloadStepResult, WorkloadStepTask, task, task_result::Outcome,
 };
 use futures::future::join_all;
+
+use crate::load::{LoadResult, Metric};
 
 use super::Scheduler;
 use super::metrics as wm;
@@ -79,7 +80,7 @@ fn run_seed() -> u64 {
     uuid::Uuid::new_v4().as_u64_pair().0 | 1
 }
 
-fn outcome(w: Window, metrics: Vec<WorkloadMetric>, headline: &str) -> RunOutcome {
+fn outcome(w: Window, metrics: Vec<Metric>, headline: &str) -> RunOutcome {
     RunOutcome {
         result: w.merged,
         shares: w.shares,
@@ -249,7 +250,7 @@ impl Scheduler {
         let kind = wire_kind(workload, ctx.cell.scale, "");
         let mut metrics = Vec::new();
         for s in self.steps(ctx, 1, &kind, &conninfo, "load").await? {
-            metrics.extend(s.metrics);
+            metrics.extend(s.metrics.into_iter().map(Metric::from));
         }
         if single_user {
             let _ = self
@@ -258,7 +259,7 @@ impl Scheduler {
                 .await;
             self.changed(ctx.job_id);
             for s in self.steps(ctx, 1, &kind, &conninfo, "single-user").await? {
-                metrics.extend(s.metrics);
+                metrics.extend(s.metrics.into_iter().map(Metric::from));
             }
         }
         let mut first: Option<Window> = None;
@@ -287,7 +288,7 @@ impl Scheduler {
             }
         }
         let w = first.unwrap_or_else(|| Window {
-            merged: RunLoadResult::default(),
+            merged: LoadResult::default(),
             shares: Vec::new(),
             stats: Vec::new(),
             suspect: Vec::new(),
@@ -328,7 +329,8 @@ impl Scheduler {
         let after = self
             .snapshot(ctx.agent, ctx.run_id, ctx.attempt, false)
             .await?;
-        let metrics = wm::maintenance(&result.metrics);
+        let timed: Vec<Metric> = result.metrics.into_iter().map(Metric::from).collect();
+        let metrics = wm::maintenance(&timed);
         let total = metrics
             .iter()
             .find(|m| m.name == "maint.total_s")
@@ -345,7 +347,7 @@ impl Scheduler {
             suspect.push("OS cache not dropped for the cold count".to_string());
         }
         Ok(RunOutcome {
-            result: RunLoadResult {
+            result: LoadResult {
                 measured_seconds: total,
                 ..Default::default()
             },

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use blocklab_proto::{PerSecondSample, RunLoadResult, TxnTypeStats};
+use crate::load::{LoadResult, Sample, TxnType};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 
@@ -16,7 +16,7 @@ pub enum MergeError {
 }
 
 /// Merges worker results of one run (the workers measured the same window).
-pub fn merge(parts: &[RunLoadResult]) -> Result<RunLoadResult, MergeError> {
+pub fn merge(parts: &[LoadResult]) -> Result<LoadResult, MergeError> {
     let Some(first) = parts.first() else {
         return Err(MergeError::Empty);
     };
@@ -42,7 +42,7 @@ pub fn merge(parts: &[RunLoadResult]) -> Result<RunLoadResult, MergeError> {
     let hist = hist.ok_or(MergeError::Empty)?;
     let txns: u64 = parts.iter().map(|p| p.transactions).sum();
     let n = txns as f64;
-    let weighted = |f: fn(&RunLoadResult) -> f64| {
+    let weighted = |f: fn(&LoadResult) -> f64| {
         if txns == 0 {
             0.0
         } else {
@@ -71,7 +71,7 @@ pub fn merge(parts: &[RunLoadResult]) -> Result<RunLoadResult, MergeError> {
     let mut bytes = Vec::new();
     let _ = V2DeflateSerializer::new().serialize(&hist, &mut bytes);
     let conn_incl: f64 = parts.iter().map(|p| p.tps_including_connections).sum();
-    Ok(RunLoadResult {
+    Ok(LoadResult {
         transactions: txns,
         failures: parts.iter().map(|p| p.failures).sum(),
         tps_excluding_connections: if measured > 0.0 { n / measured } else { 0.0 },
@@ -92,7 +92,7 @@ pub fn merge(parts: &[RunLoadResult]) -> Result<RunLoadResult, MergeError> {
         client_cpu_system_s: parts.iter().map(|p| p.client_cpu_system_s).sum(),
         samples: samples
             .into_iter()
-            .map(|(second, (t, lat, f))| PerSecondSample {
+            .map(|(second, (t, lat, f))| Sample {
                 second,
                 transactions: t,
                 latency_avg_ms: if t == 0 { 0.0 } else { lat / t as f64 },
@@ -106,15 +106,14 @@ pub fn merge(parts: &[RunLoadResult]) -> Result<RunLoadResult, MergeError> {
         schedule_lag_avg_ms: weighted(|p| p.schedule_lag_avg_ms),
         random_seed: first.random_seed,
         clients: parts.iter().map(|p| p.clients).sum(),
-        metrics: Vec::new(),
         txn_types: merge_txn_types(parts)?,
     })
 }
 
 /// Per transaction type over the workers: counts summed, histograms merged; types in the
 /// order the first worker that has them lists them.
-fn merge_txn_types(parts: &[RunLoadResult]) -> Result<Vec<TxnTypeStats>, MergeError> {
-    let mut out: Vec<(TxnTypeStats, Option<Histogram<u64>>)> = Vec::new();
+fn merge_txn_types(parts: &[LoadResult]) -> Result<Vec<TxnType>, MergeError> {
+    let mut out: Vec<(TxnType, Option<Histogram<u64>>)> = Vec::new();
     for (i, p) in parts.iter().enumerate() {
         for t in &p.txn_types {
             let h = read_histogram(i, &t.latency_histogram)?;
@@ -190,7 +189,7 @@ pub fn split_clients(clients: u32, workers: u32) -> Vec<(u32, u32)> {
 mod tests {
     use super::*;
 
-    fn part(latencies_us: &[u64], seconds: f64) -> RunLoadResult {
+    fn part(latencies_us: &[u64], seconds: f64) -> LoadResult {
         let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("histogram");
         for &l in latencies_us {
             h.record(l).expect("record");
@@ -206,13 +205,13 @@ mod tests {
             .map(|&l| (l as f64 / 1000.0 - mean).powi(2))
             .sum::<f64>()
             / n;
-        RunLoadResult {
+        LoadResult {
             transactions: latencies_us.len() as u64,
             measured_seconds: seconds,
             latency_avg_ms: mean,
             latency_stddev_ms: var.sqrt(),
             latency_histogram: bytes,
-            samples: vec![PerSecondSample {
+            samples: vec![Sample {
                 second: 0,
                 transactions: latencies_us.len() as u64,
                 latency_avg_ms: mean,
@@ -275,7 +274,7 @@ mod tests {
         // The first worker's histogram tops out at 10 ms, the second recorded 5 s.
         let mut a = part(&[1000; 4], 1.0);
         a.latency_histogram = bounded(&[1000; 4], 10_000);
-        a.txn_types = vec![TxnTypeStats {
+        a.txn_types = vec![TxnType {
             name: "new_order".into(),
             count: 4,
             rollbacks: 1,
@@ -285,12 +284,12 @@ mod tests {
         let mut b = part(&[5_000_000; 2], 1.0);
         b.latency_histogram = bounded(&[5_000_000; 2], 60_000_000);
         b.txn_types = vec![
-            TxnTypeStats {
+            TxnType {
                 name: "payment".into(),
                 count: 2,
                 ..Default::default()
             },
-            TxnTypeStats {
+            TxnType {
                 name: "new_order".into(),
                 count: 2,
                 rollbacks: 0,

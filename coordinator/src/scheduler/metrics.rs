@@ -2,12 +2,12 @@
 //! the workers' merged results: NOTPM and per-transaction response times (TPC-C-like),
 //! tuples per second (AS3AP-like mixes), seconds per maintenance step.
 
-use blocklab_proto::{RunLoadResult, WorkloadMetric};
+use crate::load::{LoadResult, Metric};
 
 use super::merge::read_histogram;
 
-pub fn metric(name: &str, value: f64, unit: &str, higher_is_better: bool) -> WorkloadMetric {
-    WorkloadMetric {
+pub fn metric(name: &str, value: f64, unit: &str, higher_is_better: bool) -> Metric {
+    Metric {
         name: name.to_string(),
         value: if value.is_finite() { value } else { 0.0 },
         unit: unit.to_string(),
@@ -16,8 +16,8 @@ pub fn metric(name: &str, value: f64, unit: &str, higher_is_better: bool) -> Wor
 }
 
 /// Keeps the first metric of each name (the catalog keys metrics by run and name).
-pub fn dedup(metrics: Vec<WorkloadMetric>) -> Vec<WorkloadMetric> {
-    let mut out: Vec<WorkloadMetric> = Vec::with_capacity(metrics.len());
+pub fn dedup(metrics: Vec<Metric>) -> Vec<Metric> {
+    let mut out: Vec<Metric> = Vec::with_capacity(metrics.len());
     for m in metrics {
         if !out.iter().any(|o| o.name == m.name) {
             out.push(m);
@@ -27,7 +27,7 @@ pub fn dedup(metrics: Vec<WorkloadMetric>) -> Vec<WorkloadMetric> {
 }
 
 /// Moves the metric named `headline` to the front (the run's headline is the first metric).
-pub fn headline_first(mut metrics: Vec<WorkloadMetric>, headline: &str) -> Vec<WorkloadMetric> {
+pub fn headline_first(mut metrics: Vec<Metric>, headline: &str) -> Vec<Metric> {
     if let Some(i) = metrics.iter().position(|m| m.name == headline) {
         let m = metrics.remove(i);
         metrics.insert(0, m);
@@ -38,7 +38,7 @@ pub fn headline_first(mut metrics: Vec<WorkloadMetric>, headline: &str) -> Vec<W
 /// NOTPM (New-Order transactions completed per minute of the window, rolled-back ones
 /// included, as TPC-C counts them), then per transaction type: share of the mix, response
 /// time average and percentiles, rollbacks and failures.
-pub fn tpcc(r: &RunLoadResult) -> Vec<WorkloadMetric> {
+pub fn tpcc(r: &LoadResult) -> Vec<Metric> {
     let minutes = r.measured_seconds / 60.0;
     let per_min = |n: u64| {
         if minutes > 0.0 {
@@ -105,7 +105,7 @@ pub fn tpcc(r: &RunLoadResult) -> Vec<WorkloadMetric> {
 
 /// Tuples per second of one AS3AP-like mix over all users, plus queries per second and the
 /// 90th percentile response time.
-pub fn as3ap_mix(mix: &str, r: &RunLoadResult) -> Vec<WorkloadMetric> {
+pub fn as3ap_mix(mix: &str, r: &LoadResult) -> Vec<Metric> {
     let key = mix.replace('-', "_");
     let rows: u64 = r.txn_types.iter().map(|t| t.rows).sum();
     let secs = r.measured_seconds;
@@ -128,7 +128,7 @@ pub fn as3ap_mix(mix: &str, r: &RunLoadResult) -> Vec<WorkloadMetric> {
 }
 
 /// The agent's step timings, then their sum as `maint.total_s`.
-pub fn maintenance(steps: &[WorkloadMetric]) -> Vec<WorkloadMetric> {
+pub fn maintenance(steps: &[Metric]) -> Vec<Metric> {
     let mut out = dedup(steps.to_vec());
     out.retain(|m| m.name != "maint.total_s");
     let total: f64 = out.iter().filter(|m| m.unit == "s").map(|m| m.value).sum();
@@ -139,7 +139,7 @@ pub fn maintenance(steps: &[WorkloadMetric]) -> Vec<WorkloadMetric> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blocklab_proto::TxnTypeStats;
+    use crate::load::TxnType;
     use hdrhistogram::Histogram;
     use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 
@@ -153,8 +153,8 @@ mod tests {
         out
     }
 
-    fn txn(name: &str, count: u64, rollbacks: u64) -> TxnTypeStats {
-        TxnTypeStats {
+    fn txn(name: &str, count: u64, rollbacks: u64) -> TxnType {
+        TxnType {
             name: name.into(),
             count,
             rollbacks,
@@ -165,7 +165,7 @@ mod tests {
 
     #[test]
     fn notpm_counts_new_orders_per_minute_of_the_window() {
-        let r = RunLoadResult {
+        let r = LoadResult {
             measured_seconds: 30.0,
             txn_types: vec![txn("new_order", 450, 5), txn("payment", 430, 0)],
             ..Default::default()
@@ -205,16 +205,16 @@ mod tests {
 
     #[test]
     fn notpm_is_zero_without_a_window() {
-        let m = tpcc(&RunLoadResult::default());
+        let m = tpcc(&LoadResult::default());
         assert_eq!(m[0].value, 0.0);
     }
 
     #[test]
     fn tuples_per_second_sum_rows_over_the_window() {
-        let r = RunLoadResult {
+        let r = LoadResult {
             measured_seconds: 2.0,
             transactions: 100,
-            txn_types: vec![TxnTypeStats {
+            txn_types: vec![TxnType {
                 name: "mixed_ir".into(),
                 rows: 300,
                 ..Default::default()

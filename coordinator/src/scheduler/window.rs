@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use blocklab_proto::v1::{
-    Go, RunLoadResult, RunLoadTask, SnapshotStatsResult, coordinator_message, task,
-    task_result::Outcome,
+    Go, RunLoadTask, SnapshotStatsResult, coordinator_message, task, task_result::Outcome,
 };
 use futures::future::join_all;
+
+use crate::load::LoadResult;
 
 use super::Scheduler;
 use super::run::{Failure, RunCtx, fail, unexpected, unrecorded};
@@ -23,9 +24,9 @@ const CPU_SATURATED: f64 = 0.9;
 
 /// One measured window, merged over the run's workers.
 pub(crate) struct Window {
-    pub merged: RunLoadResult,
+    pub merged: LoadResult,
     /// (worker host, clients, that worker's result) for each worker.
-    pub shares: Vec<(String, u32, RunLoadResult)>,
+    pub shares: Vec<(String, u32, LoadResult)>,
     pub stats: Vec<(String, f64)>,
     pub suspect: Vec<String>,
 }
@@ -98,7 +99,7 @@ impl Scheduler {
         let mut parts = Vec::new();
         for r in results {
             match r {
-                Ok(Outcome::RunLoad(r)) => parts.push(r),
+                Ok(Outcome::RunLoad(r)) => parts.push(LoadResult::from(r)),
                 other => return Err(unexpected(Stage::Measuring, other)),
             }
         }
@@ -198,8 +199,8 @@ pub(crate) fn add_deltas(acc: &mut Vec<(String, f64)>, more: &[(String, f64)]) {
 
 /// What makes a measurement suspect (see README: suspect runs).
 fn suspect_reasons(
-    merged: &RunLoadResult,
-    parts: &[RunLoadResult],
+    merged: &LoadResult,
+    parts: &[LoadResult],
     threads: &[u32],
     stats: &[(String, f64)],
 ) -> Vec<String> {

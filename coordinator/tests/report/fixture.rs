@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use blocklab_coordinator::catalog::{BuildRecord, Catalog, HostRecord, ServerRecord};
-use blocklab_proto::v1::{PerSecondSample, RunLoadResult};
+use blocklab_coordinator::load::{LoadResult, Sample};
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
 
 pub const A_8K: [f64; 3] = [1234.5, 1210.2, 1251.8];
@@ -96,7 +96,7 @@ async fn job(
                 .await
                 .expect("server");
             let t = tps[rep];
-            let result = RunLoadResult {
+            let result = LoadResult {
                 transactions: (t * 5.0) as u64,
                 tps_including_connections: t * 0.99,
                 tps_excluding_connections: t,
@@ -108,7 +108,7 @@ async fn job(
                 latency_max_ms: 20.0,
                 measured_seconds: 5.0,
                 samples: (1..=5u32)
-                    .map(|s| PerSecondSample {
+                    .map(|s| Sample {
                         second: s,
                         transactions: (t + f64::from(s) * 3.0 - 9.0) as u64,
                         latency_avg_ms: 4000.0 / t,

@@ -1,0 +1,68 @@
+//! What a run measured, as the coordinator keeps it: each worker's share and their merge, the
+//! workload metrics a kind computes from them. Filled from the workers' results at the Fleet
+//! seam ([`crate::fleet`]); the scheduler merges it and the catalog stores it.
+
+/// A load's result over its measured window: one worker's share, or all of them merged.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoadResult {
+    pub transactions: u64,
+    pub failures: u64,
+    pub retries: u64,
+    pub skipped: u64,
+    pub late: u64,
+    pub tps_including_connections: f64,
+    pub tps_excluding_connections: f64,
+    pub latency_avg_ms: f64,
+    pub latency_stddev_ms: f64,
+    pub latency_p50_ms: f64,
+    pub latency_p90_ms: f64,
+    pub latency_p99_ms: f64,
+    pub latency_p999_ms: f64,
+    pub latency_max_ms: f64,
+    pub connection_time_ms: f64,
+    pub measured_seconds: f64,
+    pub client_cpu_user_s: f64,
+    pub client_cpu_system_s: f64,
+    pub schedule_lag_avg_ms: f64,
+    pub samples: Vec<Sample>,
+    /// Serialized HDR histogram (V2 deflate) of latencies in microseconds.
+    pub latency_histogram: Vec<u8>,
+    pub random_seed: u64,
+    pub clients: u32,
+    /// Per transaction type (TPC-C-like) or query class (AS3AP-like).
+    pub txn_types: Vec<TxnType>,
+}
+
+/// One second of a window.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sample {
+    pub second: u32,
+    pub transactions: u64,
+    pub latency_avg_ms: f64,
+    pub failures: u64,
+}
+
+/// One transaction type (or query class) of a load.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TxnType {
+    pub name: String,
+    /// Completed: committed plus intended rollbacks.
+    pub count: u64,
+    /// Intended rollbacks (TPC-C New-Order's 1% unused item).
+    pub rollbacks: u64,
+    pub failures: u64,
+    /// Serialized HDR histogram (V2 deflate) of response times in microseconds.
+    pub latency_histogram: Vec<u8>,
+    /// Tuples returned or changed (AS3AP-like mixes).
+    pub rows: u64,
+}
+
+/// A named measurement of a run beyond the pgbench columns (NOTPM, tup/s, seconds of a step).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Metric {
+    pub name: String,
+    pub value: f64,
+    /// NOTPM | s | ms | tup/s | tps | count | bytes
+    pub unit: String,
+    pub higher_is_better: bool,
+}

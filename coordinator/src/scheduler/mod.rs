@@ -174,23 +174,12 @@ impl Scheduler {
         };
         tracing::info!(job_id, name = %spec.name, "job started");
         let Some(agent) = self
-            .wait_for_agent(&spec.db_host_labels, job.db_host_id.as_deref())
-            .await
+            .pin_agent(job_id, &spec.db_host_labels, job.db_host_id.as_deref())
+            .await?
         else {
-            let reason = format!(
-                "no database host with labels {:?} attached within {HOST_WAIT:?}",
-                spec.db_host_labels
-            );
-            self.catalog
-                .fail_queued_runs(job_id, Stage::Queued, &reason, None)
-                .await?;
-            self.catalog
-                .set_job_state(job_id, JobState::Failed, Some(&reason))
-                .await?;
             return Ok(());
         };
         let db_host = agent.host_id.clone();
-        self.catalog.pin_job_host(job_id, &db_host).await?;
         self.catalog
             .set_job_state(job_id, JobState::Building, None)
             .await?;
@@ -263,7 +252,31 @@ impl Scheduler {
         Ok(())
     }
 
-    pub(crate) async fn wait_for_agent(
+    /// Pins the job to its database host: the one it is pinned to, or an agent with `labels`,
+    /// waiting up to [`HOST_WAIT`]. Without one, the job and its queued runs fail naming the
+    /// labels, and the answer is `None`.
+    pub(crate) async fn pin_agent(
+        &self,
+        job_id: &str,
+        labels: &[String],
+        pinned: Option<&str>,
+    ) -> Result<Option<Arc<HostSession>>, SchedulerError> {
+        let Some(agent) = self.wait_for_agent(labels, pinned).await else {
+            let reason =
+                format!("no database host with labels {labels:?} attached within {HOST_WAIT:?}");
+            self.catalog
+                .fail_queued_runs(job_id, Stage::Queued, &reason, None)
+                .await?;
+            self.catalog
+                .set_job_state(job_id, JobState::Failed, Some(&reason))
+                .await?;
+            return Ok(None);
+        };
+        self.catalog.pin_job_host(job_id, &agent.host_id).await?;
+        Ok(Some(agent))
+    }
+
+    async fn wait_for_agent(
         &self,
         labels: &[String],
         pinned: Option<&str>,

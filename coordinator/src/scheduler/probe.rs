@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use blocklab_proto::v1::{RunProbeTask, task, task_result::Outcome};
 
-use super::{HOST_WAIT, Scheduler, SchedulerError};
+use super::{Scheduler, SchedulerError};
 use blocklab_spec::{JobState, ProbeSpec, RunState, Stage};
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2 * 60 * 60);
@@ -17,20 +17,9 @@ impl Scheduler {
         p: &ProbeSpec,
         pinned: Option<&str>,
     ) -> Result<(), SchedulerError> {
-        let Some(agent) = self.wait_for_agent(&p.db_host_labels, pinned).await else {
-            let reason = format!(
-                "no database host with labels {:?} attached within {HOST_WAIT:?}",
-                p.db_host_labels
-            );
-            self.catalog
-                .fail_queued_runs(job_id, Stage::Queued, &reason, None)
-                .await?;
-            self.catalog
-                .set_job_state(job_id, JobState::Failed, Some(&reason))
-                .await?;
+        let Some(agent) = self.pin_agent(job_id, &p.db_host_labels, pinned).await? else {
             return Ok(());
         };
-        self.catalog.pin_job_host(job_id, &agent.host_id).await?;
         self.catalog
             .set_job_state(job_id, JobState::Running, None)
             .await?;

@@ -146,6 +146,7 @@ pub async fn export_job(
                 clients: u32c(r, "clients")?,
                 is_baseline: r.try_get("is_baseline")?,
                 dims_json: text(r, "dims_json")?,
+                ..Default::default()
             })
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;

@@ -9,6 +9,7 @@ fn cell(i: u32, bs: u32, clients: u32, source: &str, base: bool) -> ExportCell {
         clients,
         is_baseline: base,
         dims_json: format!(r#"{{"scale":10,"source":"{source}"}}"#),
+        ..Default::default()
     }
 }
 

@@ -14,6 +14,7 @@ use crate::stats::{Metric, StatsError};
 
 pub mod analysis;
 pub mod format;
+pub mod held;
 pub mod html;
 pub mod plot;
 pub mod render;

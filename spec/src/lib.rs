@@ -1,6 +1,7 @@
 //! The experiment spec (TOML): parsing, strict validation with errors that name the field,
 //! and expansion into cells (matrix points) and runs (cell x repetition) in run order.
 
+mod baselines;
 mod error;
 mod kind;
 mod limits;
@@ -18,7 +19,9 @@ mod validate;
 pub use error::SpecError;
 pub use kind::{AS3AP_MIXES, MAINTENANCE_STEPS};
 pub use limits::*;
-pub use memory::{MemoryPolicy, hold_constant, page_unit};
+pub use memory::{
+    MemoryPolicy, held_settings, hold_constant, is_page_unit, page_unit, setting_bytes,
+};
 pub use model::*;
 pub use probe::{PROBE_CHUNKS_KB, parse_size, spec_kind};
 pub use reserved::RESERVED_SETTINGS;

@@ -14,3 +14,7 @@ pub const BUILTINS: [&str; 3] = ["tpcb-like", "simple-update", "select-only"];
 pub const PROTOCOLS: [&str; 3] = ["simple", "extended", "prepared"];
 /// Largest spec accepted, in bytes.
 pub const MAX_SPEC_BYTES: usize = 256 * 1024;
+/// The equivalence band of a comparison when the spec names none (percent of the baseline).
+pub const DEFAULT_EQUIVALENCE_PCT: f64 = 2.0;
+/// Most repetitions a job may ask for (fixed, or adaptive's maximum).
+pub const MAX_REPETITIONS: u32 = 1000;

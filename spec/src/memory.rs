@@ -64,9 +64,73 @@ pub fn hold_constant(name: &str, value: &str, policy: MemoryPolicy) -> Result<St
     }
 }
 
+/// Bytes of one `pg_settings` value in its `unit`, for memory units (`B`, `kB`, `MB`, `GB`,
+/// `TB`, and pages such as `8kB`); `None` for other units and unparsable values.
+pub fn setting_bytes(setting: &str, unit: &str) -> Option<i128> {
+    let v: i128 = setting.trim().parse().ok()?;
+    let per = match unit {
+        "B" => 1,
+        "kB" => 1 << 10,
+        "MB" => 1 << 20,
+        "GB" => 1 << 30,
+        "TB" => 1 << 40,
+        u => u.strip_suffix("kB")?.parse::<i128>().ok()? << 10,
+    };
+    Some(v * per)
+}
+
+/// Whether a `pg_settings` unit counts pages (BLCKSZ or XLOG_BLCKSZ): `8kB`, `16kB`, ...
+/// (PostgreSQL shows page units as the page size).
+pub fn is_page_unit(unit: &str) -> bool {
+    unit.strip_suffix("kB")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The settings that hold a reference server's memory at any page size: every setting whose
+/// unit is a page, as the reference server resolved it (spec value, default or automatic),
+/// written in kB. `reference` is (name, setting, unit) as read from `pg_settings`; negative
+/// values (special meanings, such as -1) are left to the server.
+pub fn held_settings(reference: &[(String, String, String)]) -> Vec<(String, String)> {
+    reference
+        .iter()
+        .filter(|(_, _, unit)| is_page_unit(unit))
+        .filter_map(|(name, setting, unit)| {
+            let bytes = setting_bytes(setting, unit).filter(|b| *b >= 0)?;
+            Some((name.clone(), format!("{}kB", bytes / 1024)))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn page_unit_settings_are_written_in_kb_at_the_reference_bytes() {
+        let s = |n: &str, v: &str, u: &str| (n.to_string(), v.to_string(), u.to_string());
+        let reference = [
+            s("shared_buffers", "32768", "8kB"),
+            s("wal_buffers", "1024", "8kB"),
+            s("effective_cache_size", "524288", "8kB"),
+            s("work_mem", "4096", "kB"),
+            s("max_wal_size", "1024", "MB"),
+            s("checkpoint_timeout", "300", "s"),
+            s("backend_flush_after", "0", "8kB"),
+        ];
+        assert_eq!(
+            held_settings(&reference),
+            vec![
+                ("shared_buffers".to_string(), "262144kB".to_string()),
+                ("wal_buffers".to_string(), "8192kB".to_string()),
+                ("effective_cache_size".to_string(), "4194304kB".to_string()),
+                ("backend_flush_after".to_string(), "0kB".to_string()),
+            ]
+        );
+        assert_eq!(setting_bytes("512", "16kB"), Some(8 << 20));
+        assert_eq!(setting_bytes("1", "MB"), Some(1 << 20));
+        assert_eq!(setting_bytes("300", "s"), None);
+        assert!(is_page_unit("32kB") && !is_page_unit("kB") && !is_page_unit("MB"));
+    }
 
     #[test]
     fn values_with_units_pass_unchanged() {

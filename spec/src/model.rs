@@ -16,12 +16,14 @@ pub enum RunOrder {
     Shuffled { seed: u64 },
     /// Cell-major: A A A B B B ...
     Sequential,
+    /// Randomized blocks: each round (one run of every cell) in a fresh seeded shuffle.
+    RandomizedBlock { seed: u64 },
 }
 
 impl RunOrder {
     pub fn seed(&self) -> Option<u64> {
         match self {
-            RunOrder::Shuffled { seed } => Some(*seed),
+            RunOrder::Shuffled { seed } | RunOrder::RandomizedBlock { seed } => Some(*seed),
             _ => None,
         }
     }
@@ -33,6 +35,7 @@ impl fmt::Display for RunOrder {
             RunOrder::Interleaved => f.write_str("interleaved"),
             RunOrder::Shuffled { seed } => write!(f, "shuffled(seed={seed})"),
             RunOrder::Sequential => f.write_str("sequential"),
+            RunOrder::RandomizedBlock { seed } => write!(f, "randomized-block(seed={seed})"),
         }
     }
 }
@@ -90,6 +93,59 @@ pub struct Layout {
     pub checkpoint_before: bool,
 }
 
+/// Adaptive repetitions: rounds are added (each one run of every cell) until every cell's
+/// 95% CI half-width of the headline metric is within `target_ci_pct` of its mean, or
+/// `max` rounds were run. `Spec::repetitions` is the minimum.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Adaptive {
+    pub max: u32,
+    pub target_ci_pct: f64,
+}
+
+/// How the results of a job are judged.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Analysis {
+    /// The equivalence band (TOST) in percent of the baseline mean.
+    pub equivalence_pct: f64,
+    /// Leave suspect runs out of the statistics (default: every completed run counts).
+    pub exclude_suspect: bool,
+}
+
+impl Default for Analysis {
+    fn default() -> Self {
+        Analysis {
+            equivalence_pct: crate::limits::DEFAULT_EQUIVALENCE_PCT,
+            exclude_suspect: false,
+        }
+    }
+}
+
+/// What differs between a cell and the cell it is compared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Axis {
+    PageSize,
+    Segsize,
+    WalSegsize,
+    SettingsVariant,
+    WorkloadVariant,
+    Source,
+    Replicate,
+}
+
+impl Axis {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Axis::PageSize => "page size",
+            Axis::Segsize => "segsize",
+            Axis::WalSegsize => "wal segsize",
+            Axis::SettingsVariant => "settings variant",
+            Axis::WorkloadVariant => "workload variant",
+            Axis::Source => "source",
+            Axis::Replicate => "replicate",
+        }
+    }
+}
+
 /// A validated experiment spec.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Spec {
@@ -122,6 +178,23 @@ pub struct Spec {
     pub layout: Layout,
     pub db_host_labels: Vec<String>,
     pub client_workers: u32,
+    /// Adaptive repetitions (`repetitions` is then the minimum).
+    #[serde(default)]
+    pub adaptive: Option<Adaptive>,
+    #[serde(default)]
+    pub analysis: Analysis,
+    /// Cells of other sources at the baseline page sizes are compared with the baseline
+    /// source's (a cross-version comparison); by default each source has its own baselines.
+    #[serde(default)]
+    pub compare_sources: bool,
+    /// Each baseline cell is measured again as its own A/A cell.
+    #[serde(default)]
+    pub replicate_baseline: bool,
+    /// The settings and workload variants other variants are compared with.
+    #[serde(default)]
+    pub baseline_settings_variant: String,
+    #[serde(default)]
+    pub baseline_workload_variant: String,
 }
 
 /// One matrix point.
@@ -137,7 +210,20 @@ pub struct Cell {
     pub scale: u32,
     pub settings_variant: String,
     pub workload_variant: String,
+    /// Compared with no other cell (the first value of every compared axis).
     pub is_baseline: bool,
+    /// The cell this one is compared with, and what differs.
+    #[serde(default)]
+    pub baseline_cell: Option<u32>,
+    #[serde(default)]
+    pub compared_on: Option<Axis>,
+    /// An A/A cell: its baseline cell's build and settings measured again.
+    #[serde(default)]
+    pub replicate: bool,
+    /// The cell at the baseline page sizes whose memory settings, in bytes, this cell's
+    /// server gets (unset in plans stored before memory was held this way).
+    #[serde(default)]
+    pub memory_reference: Option<u32>,
 }
 
 /// One measurement: a cell at a repetition, at a position in the run order.
@@ -190,20 +276,26 @@ impl Cell {
         if spec.workload_variants.len() > 1 {
             l.push_str(&format!(" wl={}", self.workload_variant));
         }
+        if self.replicate {
+            l.push_str(" A/A");
+        }
         l
     }
 
     /// The dimensions other than page sizes, as a JSON object (for the catalog).
     pub fn dims_json(&self) -> String {
-        serde_json::json!({
+        let mut d = serde_json::json!({
             "source": self.source,
             "segsize_gb": self.segsize_gb,
             "wal_segsize_mb": self.wal_segsize_mb,
             "scale": self.scale,
             "settings": self.settings_variant,
             "workload": self.workload_variant,
-        })
-        .to_string()
+        });
+        if self.replicate {
+            d["replicate"] = serde_json::Value::Bool(true);
+        }
+        d.to_string()
     }
 
     pub fn build_point(&self) -> BuildPoint {
@@ -264,65 +356,20 @@ impl Spec {
 
     /// Expands the matrix into cells and orders the runs.
     pub fn plan(&self) -> Plan {
-        let mut cells = Vec::new();
-        for (source, _) in &self.sources {
-            for (bs, wal) in self.page_points() {
-                for &seg in &self.segsizes_gb {
-                    for &walseg in &self.wal_segsizes_mb {
-                        for &clients in &self.clients {
-                            for (wv, workload) in &self.workload_variants {
-                                let scales = if self.scales.is_empty() {
-                                    vec![workload.scale]
-                                } else {
-                                    self.scales.clone()
-                                };
-                                for scale in scales {
-                                    for (sv, _) in &self.settings_variants {
-                                        let index = u32::try_from(cells.len()).unwrap_or(u32::MAX);
-                                        cells.push(Cell {
-                                            index,
-                                            source: source.clone(),
-                                            block_size_kb: bs,
-                                            wal_block_size_kb: wal,
-                                            segsize_gb: seg,
-                                            wal_segsize_mb: walseg,
-                                            clients,
-                                            scale,
-                                            settings_variant: sv.clone(),
-                                            workload_variant: wv.clone(),
-                                            is_baseline: (bs, wal) == self.baseline
-                                                && *source == self.baseline_source,
-                                        });
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        let n = u32::try_from(cells.len()).unwrap_or(u32::MAX);
-        let mut pairs: Vec<(u32, u32)> = match self.order {
-            RunOrder::Sequential => (0..n)
-                .flat_map(|c| (0..self.repetitions).map(move |r| (c, r)))
-                .collect(),
-            _ => (0..self.repetitions)
-                .flat_map(|r| (0..n).map(move |c| (c, r)))
-                .collect(),
-        };
-        if let RunOrder::Shuffled { seed } = self.order {
-            crate::order::shuffle(&mut pairs, seed);
-        }
-        let runs = pairs
-            .into_iter()
-            .enumerate()
-            .map(|(i, (cell_index, repetition))| PlannedRun {
-                sequence: u32::try_from(i).unwrap_or(u32::MAX),
-                cell_index,
-                repetition,
-            })
-            .collect();
+        let cells = crate::baselines::cells(self);
+        let runs = crate::order::runs(self.order, cells.len(), 0..self.repetitions, 0);
         Plan { cells, runs }
+    }
+
+    /// The runs of rounds `rounds` (one run of each cell each), numbered from `first_sequence`
+    /// on: the rounds adaptive repetitions add after the planned ones.
+    pub fn more_rounds(
+        &self,
+        plan: &Plan,
+        rounds: std::ops::Range<u32>,
+        first_sequence: u32,
+    ) -> Vec<PlannedRun> {
+        crate::order::runs(self.order, plan.cells.len(), rounds, first_sequence)
     }
 
     /// The distinct builds this job needs, in first-use order.

@@ -30,12 +30,16 @@ impl Spec {
         validate::parse(text)
     }
 
-    /// Like `parse`, but a shuffled order without a seed in the text uses `seed` (the one
+    /// Like `parse`, but a seeded order (shuffled, randomized-block) without a seed in the text uses `seed` (the one
     /// recorded when the job was stored).
     pub fn parse_with_seed(text: &str, seed: Option<u64>) -> Result<Self, SpecError> {
         let mut spec = validate::parse(text)?;
-        if let (RunOrder::Shuffled { .. }, Some(s)) = (spec.order, seed) {
-            spec.order = RunOrder::Shuffled { seed: s };
+        match (spec.order, seed) {
+            (RunOrder::Shuffled { .. }, Some(s)) => spec.order = RunOrder::Shuffled { seed: s },
+            (RunOrder::RandomizedBlock { .. }, Some(s)) => {
+                spec.order = RunOrder::RandomizedBlock { seed: s }
+            }
+            _ => {}
         }
         Ok(spec)
     }

@@ -10,10 +10,14 @@ pub(super) struct RawSpec {
     pub name: String,
     #[serde(default)]
     pub kind: Option<String>,
-    #[serde(default = "one")]
-    pub repetitions: u32,
+    #[serde(default)]
+    pub repetitions: RawRepetitions,
     #[serde(default)]
     pub order: Option<String>,
+    #[serde(default)]
+    pub equivalence_pct: Option<f64>,
+    #[serde(default)]
+    pub suspect_runs: Option<String>,
     #[serde(default)]
     pub seed: Option<u64>,
     #[serde(default)]
@@ -42,12 +46,40 @@ pub(super) fn one() -> u32 {
     1
 }
 
+/// `repetitions = 5`, or `repetitions = { min = 3, max = 20, target_ci_pct = 1.0 }`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawRepetitions {
+    Fixed(i64),
+    Adaptive(RawAdaptive),
+}
+
+impl Default for RawRepetitions {
+    fn default() -> Self {
+        RawRepetitions::Fixed(1)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAdaptive {
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+    pub target_ci_pct: Option<f64>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawBaseline {
     pub block_size_kb: Option<u32>,
     pub wal_block_size_kb: Option<u32>,
     pub source: Option<String>,
+    #[serde(default)]
+    pub compare_sources: Option<bool>,
+    #[serde(default)]
+    pub settings_variant: Option<String>,
+    #[serde(default)]
+    pub workload_variant: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -86,6 +118,8 @@ pub(super) struct RawMatrix {
     pub clients: Vec<u32>,
     #[serde(default)]
     pub scale: Vec<u32>,
+    #[serde(default)]
+    pub replicate_baseline: bool,
 }
 
 fn default_sizes() -> Vec<u32> {

@@ -254,16 +254,38 @@ fn every_axis_multiplies_cells() {
         "builds ignore scale, settings and workload"
     );
     let baselines: Vec<&Cell> = plan.cells.iter().filter(|c| c.is_baseline).collect();
-    assert_eq!(
-        baselines.len(),
-        16,
-        "one baseline per combination of the other axes"
-    );
-    assert!(
-        baselines
-            .iter()
-            .all(|c| c.source == "pg15" && c.block_size_kb == 8)
-    );
+    // Compared axes collapse onto their first values; source (not compared by default) and
+    // scale (never compared) keep their own baselines.
+    assert_eq!(baselines.len(), 4, "one baseline per source and scale");
+    assert!(baselines.iter().all(|c| c.block_size_kb == 8
+        && c.segsize_gb == 1
+        && c.settings_variant == "big"
+        && c.workload_variant == "ro"));
+    for c in plan.cells.iter().filter(|c| !c.is_baseline) {
+        let b = &plan.cells[c.baseline_cell.expect("compared") as usize];
+        let differs = [
+            (c.block_size_kb != b.block_size_kb, Axis::PageSize),
+            (c.segsize_gb != b.segsize_gb, Axis::Segsize),
+            (
+                c.settings_variant != b.settings_variant,
+                Axis::SettingsVariant,
+            ),
+            (
+                c.workload_variant != b.workload_variant,
+                Axis::WorkloadVariant,
+            ),
+            (c.source != b.source, Axis::Source),
+            (c.scale != b.scale, Axis::Replicate),
+        ];
+        let on: Vec<Axis> = differs.iter().filter(|d| d.0).map(|d| d.1).collect();
+        assert_eq!(on, vec![c.compared_on.expect("axis")], "{c:?} vs {b:?}");
+        let m = &plan.cells[c.memory_reference.expect("reference") as usize];
+        assert_eq!((m.block_size_kb, m.wal_block_size_kb), s.baseline);
+        assert_eq!(
+            (m.source.as_str(), m.scale, &m.settings_variant),
+            (c.source.as_str(), c.scale, &c.settings_variant)
+        );
+    }
     let big = plan
         .cells
         .iter()
@@ -339,4 +361,98 @@ fn shuffled_seed_can_be_restored() {
 fn oversized_spec_is_refused() {
     let e = err(&"#".repeat(MAX_SPEC_BYTES + 1));
     assert_eq!(e.field, "spec");
+}
+
+#[test]
+fn sources_compare_only_when_asked_and_replicates_twin_each_baseline() {
+    let text = MULTI.replace(
+        "source = \"pg15\" }",
+        "source = \"pg15\", compare_sources = true }",
+    );
+    let text = text.replace(
+        "scale = [1, 5]",
+        "scale = [1, 5]\nreplicate_baseline = true",
+    );
+    let s = Spec::parse(&text).expect("valid");
+    let plan = s.plan();
+    let roots: Vec<&Cell> = plan.cells.iter().filter(|c| c.is_baseline).collect();
+    assert_eq!(roots.len(), 2, "pg16 is compared with pg15");
+    assert!(roots.iter().all(|c| c.source == "pg15"));
+    assert!(
+        plan.cells
+            .iter()
+            .any(|c| c.compared_on == Some(Axis::Source))
+    );
+    let twins: Vec<&Cell> = plan.cells.iter().filter(|c| c.replicate).collect();
+    assert_eq!(twins.len(), 2);
+    for t in twins {
+        let b = &plan.cells[t.baseline_cell.expect("twin") as usize];
+        assert!(b.is_baseline && t.compared_on == Some(Axis::Replicate));
+        assert_eq!(t.build_point(), b.build_point());
+        assert_eq!(
+            (&t.settings_variant, t.scale),
+            (&b.settings_variant, b.scale)
+        );
+        assert!(t.label_in(&s).ends_with(" A/A") && t.dims_json() != b.dims_json());
+    }
+    assert_eq!(plan.runs.len(), plan.cells.len());
+}
+
+#[test]
+fn adaptive_repetitions_and_analysis_options() {
+    let base = "name = \"x\"\n[source]\ntarball = \"/x.tar.bz2\"\n[matrix]\nblock_size_kb = [8, 16]\n[workload]\nduration = \"5s\"\n";
+    let s = Spec::parse(&format!(
+        "repetitions = {{ min = 3, max = 12, target_ci_pct = 1.5 }}\nequivalence_pct = 3\nsuspect_runs = \"exclude\"\norder = \"randomized-block\"\nseed = 9\n{base}"
+    ))
+    .expect("valid");
+    assert_eq!(s.repetitions, 3);
+    assert_eq!(
+        s.adaptive,
+        Some(Adaptive {
+            max: 12,
+            target_ci_pct: 1.5
+        })
+    );
+    assert_eq!(
+        s.analysis,
+        Analysis {
+            equivalence_pct: 3.0,
+            exclude_suspect: true
+        }
+    );
+    assert_eq!(s.order, RunOrder::RandomizedBlock { seed: 9 });
+    assert_eq!(s.plan().runs.len(), 6);
+    let d = Spec::parse(base).expect("valid");
+    assert_eq!((d.repetitions, d.adaptive), (1, None));
+    assert_eq!(
+        d.analysis,
+        Analysis {
+            equivalence_pct: 2.0,
+            exclude_suspect: false
+        }
+    );
+    for (text, field) in [
+        ("repetitions = 0", "repetitions"),
+        (
+            "repetitions = { min = 1, max = 5, target_ci_pct = 1 }",
+            "repetitions.min",
+        ),
+        (
+            "repetitions = { min = 5, max = 4, target_ci_pct = 1 }",
+            "repetitions.max",
+        ),
+        (
+            "repetitions = { min = 3, max = 5 }",
+            "repetitions.target_ci_pct",
+        ),
+        (
+            "repetitions = { min = 3, max = 5, target_ci_pct = -1 }",
+            "repetitions.target_ci_pct",
+        ),
+        ("equivalence_pct = 0", "equivalence_pct"),
+        ("suspect_runs = \"drop\"", "suspect_runs"),
+    ] {
+        let e = Spec::parse(&format!("{text}\n{base}")).expect_err(text);
+        assert_eq!(e.field, field, "{text}: {e}");
+    }
 }

@@ -265,7 +265,8 @@ async fn prove(c: &Cluster) -> Result<Started, AgentError> {
     let rows = client
         .query(
             "SELECT name, setting, coalesce(unit, ''), source FROM pg_settings \
-             WHERE source NOT IN ('default', 'override') ORDER BY name",
+             WHERE source NOT IN ('default', 'override') \
+                OR (unit LIKE '%B' AND context <> 'internal') ORDER BY name",
             &[],
         )
         .await

@@ -39,7 +39,8 @@ pub struct ConnParams {
     pub dbname: String,
 }
 
-/// A setting the live server runs with that is not at its default (from `pg_settings`).
+/// A setting the live server runs with (from `pg_settings`): every one not at its default,
+/// and every memory setting (unit B, kB, MB, GB or a page), whatever its source.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerSetting {
     pub name: String,

@@ -10,6 +10,7 @@ use sqlx::FromRow;
 
 use super::rows::{RunRow, small};
 use super::{Catalog, CatalogError, JobRecord};
+use blocklab_spec::JobPlan;
 
 fn u32c(row: &SqliteRow, col: &str) -> Result<u32, sqlx::Error> {
     Ok(small(row.try_get::<Option<i64>, _>(col)?))
@@ -132,7 +133,7 @@ pub async fn export_job(
     let spec_toml: String = j.try_get("spec_toml")?;
     let job = JobSummary::from(&catalog.job(job_id).await?);
     let finished_at = text(&j, "finished_at")?;
-    let cells = sqlx::query("SELECT cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline, dims_json FROM cells WHERE job_id = ? ORDER BY cell_index")
+    let mut cells = sqlx::query("SELECT cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline, dims_json FROM cells WHERE job_id = ? ORDER BY cell_index")
         .bind(job_id)
         .fetch_all(db)
         .await?
@@ -150,6 +151,8 @@ pub async fn export_job(
             })
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    let plan = catalog.job_plan(job_id).await.ok();
+    let analysis = plan_links(plan.as_ref(), &mut cells);
     let mut runs = sqlx::query(RUNS)
         .bind(job_id)
         .fetch_all(db)
@@ -256,7 +259,33 @@ pub async fn export_job(
         runs,
         builds,
         hosts,
+        analysis,
         ..Default::default()
+    })
+}
+
+/// Fills each cell's baseline and what it is compared on from the stored plan, and gives
+/// the job's analysis options (`None` for probes and plans that cannot be read).
+fn plan_links(plan: Option<&JobPlan>, cells: &mut [ExportCell]) -> Option<AnalysisOptions> {
+    let Some(JobPlan::Benchmark { spec, plan }) = plan else {
+        return None;
+    };
+    for c in cells.iter_mut() {
+        if let Some(p) = plan.cells.get(c.cell_index as usize) {
+            c.baseline_cell_index = p.baseline_cell;
+            c.compared_on = p
+                .compared_on
+                .map(|a| a.as_str().to_string())
+                .unwrap_or_default();
+            c.replicate = p.replicate;
+        }
+    }
+    Some(AnalysisOptions {
+        equivalence_pct: spec.analysis.equivalence_pct,
+        exclude_suspect: spec.analysis.exclude_suspect,
+        target_ci_pct: spec.adaptive.map(|a| a.target_ci_pct),
+        min_repetitions: spec.repetitions,
+        max_repetitions: spec.adaptive.map_or(spec.repetitions, |a| a.max),
     })
 }
 

@@ -151,3 +151,26 @@ async fn insert_probe_cells(
     }
     Ok(())
 }
+
+impl Catalog {
+    /// Adds runs to a job (the rounds adaptive repetitions add), queued, in one transaction.
+    pub async fn append_runs(
+        &self,
+        job_id: &str,
+        runs: &[blocklab_spec::PlannedRun],
+    ) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        for r in runs {
+            sqlx::query("INSERT INTO runs (run_id, job_id, cell_index, repetition, sequence, state, stage) VALUES (?, ?, ?, ?, ?, 'queued', 'queued')")
+                .bind(uuid::Uuid::new_v4().to_string())
+                .bind(job_id)
+                .bind(r.cell_index)
+                .bind(r.repetition)
+                .bind(r.sequence)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}

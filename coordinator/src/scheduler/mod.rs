@@ -12,7 +12,9 @@ use crate::catalog::{BuildRecord, Catalog, CatalogError};
 use crate::fleet::{HostSession, Progress, ProgressEvent, Registry};
 use blocklab_spec::{BuildPoint, JobPlan, JobState, RunState, Spec, SpecError, Stage};
 
+mod adaptive;
 mod kinds;
+mod memory;
 pub mod merge;
 pub mod metrics;
 mod probe;
@@ -193,6 +195,7 @@ impl Scheduler {
             .await?;
         self.changed(job_id);
         let cancelled = self.cancelled(job_id);
+        let mut held = memory::HeldMemory::new();
         loop {
             let queued: Vec<_> = self
                 .catalog
@@ -203,7 +206,9 @@ impl Scheduler {
                 .collect();
             if queued.is_empty() {
                 // Lost runs are retried on the same host, up to a bound.
-                if self.catalog.requeue_lost(job_id, MAX_ATTEMPTS).await? == 0 {
+                if self.catalog.requeue_lost(job_id, MAX_ATTEMPTS).await? == 0
+                    && (*cancelled.borrow() || !self.add_round(job_id, &spec, &plan).await?)
+                {
                     break;
                 }
                 continue;
@@ -215,8 +220,13 @@ impl Scheduler {
                 let Some(cell) = plan.cells.get(run.cell_index as usize) else {
                     continue;
                 };
-                self.execute_run(job_id, &spec, cell, &run, &db_host)
-                    .await?;
+                let job = JobCtx {
+                    job_id,
+                    spec: &spec,
+                    plan: &plan,
+                    db_host: &db_host,
+                };
+                self.execute_run(&job, cell, &run, &mut held).await?;
                 self.changed(job_id);
             }
             if *cancelled.borrow() {
@@ -354,6 +364,14 @@ impl Scheduler {
         }
         Ok(())
     }
+}
+
+/// What every run of a job shares.
+pub(crate) struct JobCtx<'a> {
+    pub job_id: &'a str,
+    pub spec: &'a Spec,
+    pub plan: &'a blocklab_spec::Plan,
+    pub db_host: &'a str,
 }
 
 /// The agent's build options for one build point of the spec.

@@ -12,7 +12,8 @@ use blocklab_proto::v1::{
     StopServerTask, coordinator_message, task, task_result::Outcome,
 };
 
-use super::{Scheduler, SchedulerError, build_options};
+use super::memory::{HeldMemory, with_held};
+use super::{JobCtx, Scheduler, SchedulerError, build_options};
 use crate::catalog::{CatalogError, RunChoices, RunRecord, ServerRecord};
 use crate::fleet::{CallError, HostSession};
 use blocklab_spec::{Cell, Spec};
@@ -33,6 +34,8 @@ pub(crate) struct RunCtx<'a> {
     pub agent: &'a HostSession,
     pub workers: &'a [Arc<HostSession>],
     pub job_id: &'a str,
+    /// Page-unit settings holding the cell's memory at its reference's bytes.
+    pub held: &'a [(String, String)],
 }
 
 /// Why a run did not finish. `lost` means a host vanished (disconnected or silent), so the
@@ -77,12 +80,17 @@ pub(crate) fn unexpected(stage: Stage, outcome: Result<Outcome, CallError>) -> F
 impl Scheduler {
     pub(crate) async fn execute_run(
         &self,
-        job_id: &str,
-        spec: &Spec,
+        job: &JobCtx<'_>,
         cell: &Cell,
         run: &RunRecord,
-        db_host: &str,
+        held: &mut HeldMemory,
     ) -> Result<(), SchedulerError> {
+        let JobCtx {
+            job_id,
+            spec,
+            db_host,
+            ..
+        } = *job;
         let Some(agent) = self.wait_for(|| self.registry.get(db_host)).await else {
             let reason = format!("database host {db_host} is down");
             self.catalog
@@ -122,17 +130,21 @@ impl Scheduler {
             .chain(std::iter::once(&agent))
             .map(|h| h.host_id.clone())
             .collect();
-        let ctx = RunCtx {
-            spec,
-            cell,
-            run_id,
-            attempt,
-            agent: &agent,
-            workers: &sessions,
-            job_id,
-        };
         let outcome = tokio::select! {
-            o = self.measure(&ctx) => Some(o),
+            o = async {
+                let held = self.held_memory(job_id, spec, job.plan, cell, &agent, held).await?;
+                let ctx = RunCtx {
+                    spec,
+                    cell,
+                    run_id,
+                    attempt,
+                    agent: &agent,
+                    workers: &sessions,
+                    job_id,
+                    held: &held,
+                };
+                self.measure(&ctx).await
+            } => Some(o),
             gone = self.host_down(&hosts) => Some(Err(Failure {
                 lost: true,
                 ..fail(Stage::Measuring, format!("host {gone} went down during the run"), "")
@@ -253,9 +265,9 @@ impl Scheduler {
             agent,
             workers,
             job_id,
+            held,
         } = *ctx;
-        let settings = spec
-            .cell_settings(cell)
+        let settings = with_held(spec.cell_settings(cell), held)
             .into_iter()
             .map(|(name, value)| Setting { name, value })
             .collect();

@@ -50,6 +50,7 @@ impl Scheduler {
             agent,
             workers,
             job_id,
+            ..
         } = *ctx;
         let mut progress = self.registry.progress.subscribe();
         let shares = super::merge::split_clients(cell.clients, workers.len() as u32);

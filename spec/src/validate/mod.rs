@@ -3,6 +3,7 @@
 //! [`field`] holds the checks every part shares; [`order`], [`source`], [`matrix`],
 //! [`settings`] and [`workload`] validate one part of the spec each.
 
+mod analysis;
 mod field;
 mod matrix;
 mod order;
@@ -36,6 +37,7 @@ pub(super) fn parse(text: &str) -> Result<Spec, SpecError> {
 /// one in the spec.
 fn validate(raw: RawSpec) -> Result<Spec, SpecError> {
     check_header(&raw)?;
+    let (repetitions, adaptive) = analysis::repetitions(&raw.repetitions)?;
     let order = order::run_order(raw.order.as_deref(), raw.seed)?;
     let memory_policy = settings::memory_policy(raw.memory_policy.as_deref())?;
     let sources = source::validate_sources(raw.source, raw.sources)?;
@@ -48,11 +50,24 @@ fn validate(raw: RawSpec) -> Result<Spec, SpecError> {
     let workload_variants =
         workload::workload_variants(&raw.workload, &raw.workload_variants, &workload)?;
     let client_workers = check_placement(&raw.placement, &raw.matrix.clients)?;
+    let analysis = analysis::analysis(raw.equivalence_pct, raw.suspect_runs.as_deref())?;
+    let base = raw.baseline.as_ref();
+    let baseline_settings_variant =
+        analysis::baseline_variant(base, "settings", &settings_variants)?;
+    let baseline_workload_variant =
+        analysis::baseline_variant(base, "workload", &workload_variants)?;
     let variants = sources.len() * settings_variants.len() * workload_variants.len();
-    matrix::check_run_count(&raw.matrix, &axes, variants, raw.repetitions)?;
+    let most = adaptive.map_or(repetitions, |a| a.max);
+    matrix::check_run_count(&raw.matrix, &axes, variants, most)?;
     Ok(Spec {
         name: raw.name,
-        repetitions: raw.repetitions,
+        repetitions,
+        adaptive,
+        analysis,
+        compare_sources: base.and_then(|b| b.compare_sources).unwrap_or(false),
+        replicate_baseline: raw.matrix.replicate_baseline,
+        baseline_settings_variant,
+        baseline_workload_variant,
         order,
         baseline,
         baseline_source,
@@ -79,7 +94,7 @@ fn validate(raw: RawSpec) -> Result<Spec, SpecError> {
     })
 }
 
-/// `kind` (a benchmark), `name` and `repetitions`.
+/// `kind` (a benchmark) and `name`.
 fn check_header(raw: &RawSpec) -> Result<(), SpecError> {
     if let Some(k) = raw
         .kind
@@ -93,9 +108,6 @@ fn check_header(raw: &RawSpec) -> Result<(), SpecError> {
     }
     if raw.name.trim().is_empty() || raw.name.len() > 200 {
         return Err(SpecError::new("name", "must be 1 to 200 characters"));
-    }
-    if !(1..=1000).contains(&raw.repetitions) {
-        return Err(SpecError::new("repetitions", "must be between 1 and 1000"));
     }
     Ok(())
 }

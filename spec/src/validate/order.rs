@@ -1,4 +1,4 @@
-//! The run order: interleaved, sequential, or a seeded shuffle.
+//! The run order: interleaved, sequential, a seeded shuffle or seeded randomized blocks.
 
 use crate::error::SpecError;
 use crate::model::RunOrder;
@@ -10,9 +10,13 @@ pub(super) fn run_order(order: Option<&str>, seed: Option<u64>) -> Result<RunOrd
         ("sequential", _) => Ok(RunOrder::Sequential),
         ("shuffled", Some(seed)) => Ok(RunOrder::Shuffled { seed }),
         ("shuffled", None) => Ok(RunOrder::Shuffled { seed: fresh_seed() }),
+        ("randomized-block", Some(seed)) => Ok(RunOrder::RandomizedBlock { seed }),
+        ("randomized-block", None) => Ok(RunOrder::RandomizedBlock { seed: fresh_seed() }),
         (other, _) => Err(SpecError::new(
             "order",
-            format!("{other:?} is not allowed; use interleaved, shuffled or sequential"),
+            format!(
+                "{other:?} is not allowed; use interleaved, shuffled, randomized-block or sequential"
+            ),
         )),
     }
 }

@@ -1,0 +1,119 @@
+//! Memory held constant across page sizes: every setting whose unit is a page gets, in every
+//! cell, the bytes a server of the cell's memory reference (the cell at the baseline page
+//! sizes with the same other dimensions) resolves it to, written in kB. The reference values
+//! are read once per job and reference cell from a server of that build started for the
+//! purpose (initdb, start, `pg_settings`, stop), so defaults and automatic values (such as
+//! `wal_buffers = -1`) are held too, and a new PostgreSQL version's page-unit settings are
+//! found without a list.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use blocklab_proto::v1::{PrepareServerTask, Setting, StopServerTask, task, task_result::Outcome};
+use blocklab_spec::{Cell, Plan, Spec, Stage};
+
+use super::run::{Failure, unexpected};
+use super::{Scheduler, build_options};
+use crate::fleet::HostSession;
+
+const REFERENCE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// Held settings per reference cell, for one job.
+pub(crate) type HeldMemory = HashMap<u32, Vec<(String, String)>>;
+
+impl Scheduler {
+    /// The settings that hold `cell`'s memory at its reference's bytes (none for plans stored
+    /// before memory was held this way).
+    pub(crate) async fn held_memory(
+        &self,
+        job_id: &str,
+        spec: &Spec,
+        plan: &Plan,
+        cell: &Cell,
+        agent: &HostSession,
+        held: &mut HeldMemory,
+    ) -> Result<Vec<(String, String)>, Failure> {
+        let Some(index) = cell.memory_reference else {
+            return Ok(Vec::new());
+        };
+        if let Some(h) = held.get(&index) {
+            return Ok(h.clone());
+        }
+        let Some(reference) = plan.cells.get(index as usize) else {
+            return Ok(Vec::new());
+        };
+        let run_id = format!("{job_id}-memory-{index}");
+        let prepare = PrepareServerTask {
+            build: Some(build_options(spec, &reference.build_point())),
+            settings: spec
+                .cell_settings(reference)
+                .into_iter()
+                .map(|(name, value)| Setting { name, value })
+                .collect(),
+            ..Default::default()
+        };
+        tracing::info!(job_id, cell = index, "reading the memory reference");
+        let started = agent
+            .call(
+                &run_id,
+                1,
+                task::Kind::PrepareServer(prepare),
+                REFERENCE_TIMEOUT,
+            )
+            .await;
+        let stopped = agent
+            .call(
+                &run_id,
+                1,
+                task::Kind::StopServer(StopServerTask {}),
+                REFERENCE_TIMEOUT,
+            )
+            .await;
+        if let Err(e) = &stopped {
+            tracing::warn!(job_id, run_id, error = %e, "stopping the memory reference server failed");
+        }
+        let server = match started {
+            Ok(Outcome::PrepareServer(p)) => p,
+            other => {
+                let mut f = unexpected(Stage::Starting, other);
+                f.reason = format!(
+                    "memory reference ({}): {}",
+                    cell_name(spec, reference),
+                    f.reason
+                );
+                return Err(f);
+            }
+        };
+        let values: Vec<(String, String, String)> = server
+            .effective_settings
+            .into_iter()
+            .map(|s| (s.name, s.setting, s.unit))
+            .collect();
+        let h = blocklab_spec::held_settings(&values);
+        tracing::info!(
+            job_id,
+            cell = index,
+            settings = h.len(),
+            "memory reference read"
+        );
+        held.insert(index, h.clone());
+        Ok(h)
+    }
+}
+
+fn cell_name(spec: &Spec, c: &Cell) -> String {
+    c.label_in(spec)
+}
+
+/// The cell's settings with the held ones on top (they replace a spec value of the same
+/// name, which the reference resolved to the same bytes).
+pub(crate) fn with_held(
+    mut settings: Vec<(String, String)>,
+    held: &[(String, String)],
+) -> Vec<(String, String)> {
+    for (name, value) in held {
+        settings.retain(|(n, _)| n != name);
+        settings.push((name.clone(), value.clone()));
+    }
+    settings
+}

@@ -1,0 +1,154 @@
+//! Verdicts about the page size alone: four data page sizes built from source, memory held at
+//! the baseline's bytes for every memory setting (defaults and automatic values included),
+//! all of them stored per run, the held-constant line in `results`; and an A/A cell (the
+//! baseline build measured again as its own cell) that must not come out faster or slower.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use blocklab_proto::v1::QueryResultsRequest;
+use blocklab_tests::{Lab, binary, pg_tarball, run_job};
+use sqlx::Row;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn four_page_sizes_hold_every_memory_setting_and_an_aa_cell_is_not_a_difference() {
+    let lab = Lab::start().await;
+    let mut client = lab.client().await;
+    let spec = format!(
+        r#"
+name = "held-constant"
+repetitions = 3
+[source]
+tarball = "{}"
+configure = ["--without-icu"]
+[matrix]
+block_size_kb = [4, 8, 16, 32]
+clients = [2]
+replicate_baseline = true
+[settings]
+shared_buffers = "64MB"
+[workload]
+builtin = "select-only"
+protocol = "prepared"
+scale = 1
+duration = "2s"
+"#,
+        pg_tarball().display()
+    );
+    let (job, state) = run_job(&mut client, &spec, Duration::from_secs(45 * 60)).await;
+    assert_eq!(state, "done", "job {job}");
+
+    // Every memory setting (a byte or page unit) the live servers reported, in bytes, per
+    // cell: equal across the four page sizes, including the ones the spec left at their
+    // defaults and wal_buffers' automatic size.
+    let db = sqlx::SqlitePool::connect(&format!(
+        "sqlite://{}?mode=ro",
+        lab.catalog_path().display()
+    ))
+    .await
+    .expect("catalog");
+    let rows = sqlx::query(
+        "SELECT c.block_size_kb, r.block_size, s.name, s.setting, s.unit FROM run_settings s \
+         JOIN runs r USING (run_id) JOIN cells c ON c.job_id = r.job_id AND c.cell_index = r.cell_index \
+         WHERE r.job_id = ? AND r.state = 'done' AND s.unit LIKE '%B'",
+    )
+    .bind(&job)
+    .fetch_all(&db)
+    .await
+    .expect("settings");
+    let mut by_size: BTreeMap<i64, BTreeMap<String, i128>> = BTreeMap::new();
+    for r in &rows {
+        let bs: i64 = r.get("block_size_kb");
+        assert_eq!(r.get::<i64, _>("block_size"), bs * 1024, "proven page size");
+        let (name, setting, unit): (String, String, String) =
+            (r.get("name"), r.get("setting"), r.get("unit"));
+        let bytes = blocklab_spec::setting_bytes(&setting, &unit).expect("memory value");
+        let prev = by_size.entry(bs).or_default().insert(name.clone(), bytes);
+        assert!(
+            prev.is_none_or(|p| p == bytes),
+            "{name} differs between runs of {bs}K"
+        );
+    }
+    assert_eq!(
+        by_size.keys().copied().collect::<Vec<_>>(),
+        vec![4, 8, 16, 32]
+    );
+    let base = &by_size[&8];
+    for name in [
+        "shared_buffers",
+        "effective_cache_size",
+        "temp_buffers",
+        "wal_buffers",
+        "bgwriter_flush_after",
+        "checkpoint_flush_after",
+        "backend_flush_after",
+        "wal_writer_flush_after",
+        "min_parallel_table_scan_size",
+        "min_parallel_index_scan_size",
+        "work_mem",
+        "maintenance_work_mem",
+        "max_wal_size",
+    ] {
+        assert!(base.contains_key(name), "{name} stored: {base:?}");
+    }
+    assert_eq!(base["shared_buffers"], 64 << 20);
+    assert_eq!(
+        base["effective_cache_size"],
+        4 << 30,
+        "8K default: 524288 pages"
+    );
+    assert_eq!(
+        base["wal_buffers"],
+        2 << 20,
+        "auto: 1/32 of 64MB of 8K pages"
+    );
+    for (bs, settings) in &by_size {
+        assert_eq!(settings, base, "memory at {bs}K equals the 8K baseline's");
+    }
+
+    // The results: a held-constant line per compared cell, and the A/A cell compared with
+    // its twin.
+    let r = client
+        .query_results(QueryResultsRequest {
+            job_id: job.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("results")
+        .into_inner();
+    assert_eq!(r.cells.len(), 5, "four page sizes and the A/A twin");
+    let n = base.len();
+    for c in r.cells.iter().filter(|c| !c.is_baseline) {
+        assert_eq!(
+            c.held_constant,
+            format!("all {n} memory settings equal to the baseline's"),
+            "{c:?}"
+        );
+    }
+    let aa = r
+        .cells
+        .iter()
+        .find(|c| c.label.ends_with("A/A"))
+        .expect("A/A cell");
+    assert_eq!(aa.block_size_kb, 8);
+    assert!(
+        ["equivalent", "inconclusive"].contains(&aa.verdict.as_str()),
+        "the same build measured twice is not a difference: {aa:?}"
+    );
+    let out = std::process::Command::new(binary("blocklab"))
+        .args(["--coordinator", &lab.addr, "results", &job])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("blocklab results");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        table.contains(&format!("all {n} memory settings equal to the baseline's")),
+        "{table}"
+    );
+    lab.shutdown().await;
+}

@@ -28,12 +28,18 @@ pub fn render_job_plan(spec: &JobSpec) -> String {
 /// The expanded plan, as `submit --dry-run` prints it.
 pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
     let mut out = String::new();
+    let repetitions = match spec.adaptive {
+        Some(a) => format!(
+            "{} to {} repetitions (until every 95% CI is within {}% of its mean)",
+            spec.repetitions, a.max, a.target_ci_pct
+        ),
+        None => format!("{} repetitions", spec.repetitions),
+    };
     let _ = writeln!(
         out,
-        "job {:?}: {} cells x {} repetitions = {} runs, order {}, {} builds, {} client worker(s)",
+        "job {:?}: {} cells x {repetitions} = {} runs, order {}, {} builds, {} client worker(s)",
         spec.name,
         plan.cells.len(),
-        spec.repetitions,
         plan.runs.len(),
         spec.order,
         spec.builds().len(),
@@ -52,7 +58,7 @@ pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
         "clients",
         "scale",
         "source",
-        "baseline",
+        "compared with",
     ]);
     for c in &plan.cells {
         cells.add_row(vec![
@@ -63,10 +69,9 @@ pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
             c.clients.to_string(),
             c.scale.to_string(),
             c.source.clone(),
-            if c.is_baseline {
-                "yes".into()
-            } else {
-                String::new()
+            match (c.baseline_cell, c.compared_on) {
+                (Some(b), Some(axis)) => format!("cell {b} ({})", axis.as_str()),
+                _ => "baseline".into(),
             },
         ]);
     }

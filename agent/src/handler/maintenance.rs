@@ -23,17 +23,4 @@ impl AgentHandler {
         let report = crate::maintenance::run(c, &plan, progress, &on_restart).await?;
         Ok(convert::maint_result(report))
     }
-
-    /// Records the new postmaster pid of a cluster the maintenance task restarted; false
-    /// when the run no longer has that cluster (it was stopped meanwhile).
-    fn restarted(&self, c: &Cluster) -> bool {
-        let mut st = self.lock();
-        match st.clusters.get_mut(&c.run_id) {
-            Some(reg) if reg.data_dir == c.data_dir => {
-                reg.pid = c.pid;
-                true
-            }
-            _ => false,
-        }
-    }
 }

@@ -18,7 +18,9 @@ mod memory;
 pub mod merge;
 pub mod metrics;
 mod probe;
+mod reset;
 mod run;
+mod wal;
 mod window;
 
 const BUILD_TIMEOUT: Duration = Duration::from_secs(60 * 60);

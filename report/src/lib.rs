@@ -13,6 +13,7 @@ use blocklab_proto::v1::*;
 use crate::stats::{Metric, StatsError};
 
 pub mod analysis;
+pub mod calibration;
 pub mod format;
 pub mod held;
 pub mod html;

@@ -64,7 +64,7 @@ pub struct Options {
 
 impl Options {
     pub fn of(export: &JobExport) -> Options {
-        let a = export.analysis.clone().unwrap_or_default();
+        let a = export.analysis.unwrap_or_default();
         Options {
             equivalence_pct: if a.equivalence_pct > 0.0 {
                 a.equivalence_pct

@@ -6,8 +6,6 @@
 //! the dashboard only render what it returns ([`render`], [`plot`], [`html`]), so a table, a
 //! chart and a report always agree. Nothing here reads a catalog or talks to the network.
 
-use std::collections::BTreeSet;
-
 use blocklab_proto::v1::*;
 
 use crate::stats::{Metric, StatsError};
@@ -20,6 +18,8 @@ pub mod html;
 pub mod plot;
 pub mod render;
 pub mod stats;
+
+pub use analysis::workload_metrics;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -96,24 +96,6 @@ pub fn results(export: &JobExport, metric: &Metric) -> Results {
 /// Each cell of job B against A's like cell, for `metric` and every workload metric of B.
 pub fn compare_results(a: &JobExport, b: &JobExport, metric: &Metric) -> Results {
     split(analysis::compare_results(a, b, Some(metric)), metric, b)
-}
-
-/// The workload metrics a job's runs have, as (name, unit, higher is better), in the order
-/// the runs list them.
-pub fn workload_metrics(export: &JobExport) -> Vec<(String, String, bool)> {
-    let mut out: Vec<(String, String, bool)> = Vec::new();
-    let mut seen = BTreeSet::new();
-    for m in export
-        .runs
-        .iter()
-        .filter_map(|r| r.result.as_ref())
-        .flat_map(|r| &r.extra)
-    {
-        if seen.insert(m.name.clone()) {
-            out.push((m.name.clone(), m.unit.clone(), m.higher_is_better));
-        }
-    }
-    out
 }
 
 /// The metric a job's results show when none is asked for: its workload kind's headline

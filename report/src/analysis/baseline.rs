@@ -4,6 +4,9 @@
 use blocklab_proto::v1::*;
 use serde_json::{Map, Value};
 
+/// Verdict of a cell of job B that has no like cell in job A.
+pub const NO_LIKE_CELL: &str = "no like cell";
+
 /// What a cell is compared with.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Pair {

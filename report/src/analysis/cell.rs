@@ -3,9 +3,40 @@
 use std::collections::BTreeMap;
 
 use blocklab_proto::v1::*;
+use blocklab_spec::RunState;
 
-use super::{measured, metric_value};
 use crate::stats::{self, Metric, Summary};
+
+/// The value of `metric` in a run's result; NaN when the run does not have that metric.
+pub fn metric_value(m: &RunMetrics, metric: &Metric) -> f64 {
+    match metric {
+        Metric::Tps => m.tps,
+        Metric::TpsInclConn => m.tps_incl_conn,
+        Metric::LatencyAvgMs => m.latency_avg_ms,
+        Metric::LatencyP50Ms => m.latency_p50_ms,
+        Metric::LatencyP90Ms => m.latency_p90_ms,
+        Metric::LatencyP99Ms => m.latency_p99_ms,
+        Metric::LatencyP999Ms => m.latency_p999_ms,
+        Metric::LatencyMaxMs => m.latency_max_ms,
+        Metric::Workload { name, .. } => m
+            .extra
+            .iter()
+            .find(|x| x.name == *name)
+            .map_or(f64::NAN, |x| x.value),
+    }
+}
+
+/// A cell's measured runs: done, with a result.
+pub fn measured<'a>(
+    export: &'a JobExport,
+    cell_index: u32,
+) -> impl Iterator<Item = (&'a ExportRun, &'a RunMetrics)> + 'a {
+    export
+        .runs
+        .iter()
+        .filter(move |r| r.cell_index == cell_index && r.state.parse() == Ok(RunState::Done))
+        .filter_map(|r| r.result.as_ref().map(|m| (r, m)))
+}
 
 /// The runs of a cell that enter its statistics under one selection, with the counts that do
 /// not depend on the metric.

@@ -10,8 +10,7 @@
 
 use blocklab_proto::v1::CellStats;
 
-use super::NO_LIKE_CELL;
-use super::baseline::Pair;
+use super::baseline::{NO_LIKE_CELL, Pair};
 use super::cell::{Runs, own, summary};
 use crate::stats::{self, Change, Evidence, Metric, Summary, Tost, Verdict, fdr};
 

@@ -6,9 +6,9 @@
 //! whole family of the job's comparisons ([`family`]): the same cell and metric get the same
 //! q-value and verdict whichever metric `results` is asked for.
 
-use blocklab_proto::v1::*;
+use std::collections::BTreeSet;
 
-use blocklab_spec::RunState;
+use blocklab_proto::v1::*;
 
 use crate::stats::{DEFAULT_EQUIVALENCE_PCT, Metric};
 
@@ -16,41 +16,9 @@ mod baseline;
 mod cell;
 mod family;
 
+pub use baseline::NO_LIKE_CELL;
 use baseline::Pair;
-
-/// Verdict of a cell of job B that has no like cell in job A.
-pub const NO_LIKE_CELL: &str = "no like cell";
-
-/// The value of `metric` in a run's result; NaN when the run does not have that metric.
-pub fn metric_value(m: &RunMetrics, metric: &Metric) -> f64 {
-    match metric {
-        Metric::Tps => m.tps,
-        Metric::TpsInclConn => m.tps_incl_conn,
-        Metric::LatencyAvgMs => m.latency_avg_ms,
-        Metric::LatencyP50Ms => m.latency_p50_ms,
-        Metric::LatencyP90Ms => m.latency_p90_ms,
-        Metric::LatencyP99Ms => m.latency_p99_ms,
-        Metric::LatencyP999Ms => m.latency_p999_ms,
-        Metric::LatencyMaxMs => m.latency_max_ms,
-        Metric::Workload { name, .. } => m
-            .extra
-            .iter()
-            .find(|x| x.name == *name)
-            .map_or(f64::NAN, |x| x.value),
-    }
-}
-
-/// A cell's measured runs: done, with a result.
-pub fn measured<'a>(
-    export: &'a JobExport,
-    cell_index: u32,
-) -> impl Iterator<Item = (&'a ExportRun, &'a RunMetrics)> + 'a {
-    export
-        .runs
-        .iter()
-        .filter(move |r| r.cell_index == cell_index && r.state.parse() == Ok(RunState::Done))
-        .filter_map(|r| r.result.as_ref().map(|m| (r, m)))
-}
+pub use cell::{measured, metric_value};
 
 /// How a job's results are judged: its [`AnalysisOptions`] with the defaults filled in.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,17 +67,37 @@ fn target_status(o: &Options, r: &CellResult) -> String {
     .to_string()
 }
 
+/// The workload metrics a job's runs have, as (name, unit, higher is better), in the order
+/// the runs list them.
+pub fn workload_metrics(export: &JobExport) -> Vec<(String, String, bool)> {
+    let mut out: Vec<(String, String, bool)> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for m in export
+        .runs
+        .iter()
+        .filter_map(|r| r.result.as_ref())
+        .flat_map(|r| &r.extra)
+    {
+        if seen.insert(m.name.clone()) {
+            out.push((m.name.clone(), m.unit.clone(), m.higher_is_better));
+        }
+    }
+    out
+}
+
 /// The metrics a job is analysed on: pgbench's columns, the job's workload metrics, and
 /// `also` when it is neither (a headline no run has yet).
 pub fn job_metrics(export: &JobExport, also: Option<&Metric>) -> Vec<Metric> {
     let mut out: Vec<Metric> = Metric::ALL.to_vec();
-    out.extend(crate::workload_metrics(export).into_iter().map(
-        |(name, unit, higher_is_better)| Metric::Workload {
-            name,
-            unit,
-            higher_is_better,
-        },
-    ));
+    out.extend(
+        workload_metrics(export)
+            .into_iter()
+            .map(|(name, unit, higher_is_better)| Metric::Workload {
+                name,
+                unit,
+                higher_is_better,
+            }),
+    );
     if let Some(m) = also
         && !out.iter().any(|x| x.name() == m.name())
     {

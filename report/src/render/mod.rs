@@ -4,7 +4,6 @@ use blocklab_proto::v1::*;
 use serde_json::json;
 
 use crate::ReportError;
-use crate::format::cell_metric;
 use crate::stats::Metric;
 
 mod data;
@@ -16,6 +15,7 @@ pub use metrics::{metric_rows, metric_table};
 pub use table::table_rows;
 
 use data::csv;
+use table::metric_of;
 
 /// Output formats of `results` and `compare`.
 pub const FORMATS: [&str; 4] = ["table", "csv", "json", "markdown"];
@@ -38,10 +38,6 @@ impl Format {
             other => Err(ReportError::UnknownFormat(other.to_string())),
         }
     }
-}
-
-fn metric_of(cells: &[CellResult]) -> Metric {
-    cells.first().map_or(Metric::Tps, cell_metric)
 }
 
 fn markdown(header: &[String], rows: &[Vec<String>]) -> String {

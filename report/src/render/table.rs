@@ -2,7 +2,7 @@
 
 use blocklab_proto::v1::*;
 
-use crate::format::{num, p_value, pct, size};
+use crate::format::{cell_metric, num, p_value, pct, size};
 use crate::stats::Metric;
 
 fn or_dash(v: Option<String>) -> String {
@@ -170,8 +170,13 @@ pub(super) fn band(cells: &[CellResult]) -> Option<f64> {
 
 /// The human table of `results` (or `compare`): header and rows, as the HTML report shows it.
 pub fn table_rows(cells: &[CellResult], compare: bool) -> (Vec<String>, Vec<Vec<String>>) {
-    let metric = super::metric_of(cells);
+    let metric = metric_of(cells);
     let k = Columns::of(cells, compare);
     let rows = cells.iter().map(|c| human_row(c, &metric, k)).collect();
     (header(&metric, band(cells), k), rows)
+}
+
+/// The metric of a set of cells (tps when there are none).
+pub(super) fn metric_of(cells: &[CellResult]) -> Metric {
+    cells.first().map_or(Metric::Tps, cell_metric)
 }

@@ -9,7 +9,7 @@
 //! usevar="unequal")`. δ is taken as exact from the baseline mean, as the CI of the % change
 //! is.
 
-use super::{ALPHA, Change, Summary, t_cdf, t_ppf};
+use super::welch::{ALPHA, Change, Summary, t_cdf, t_ppf};
 
 /// The equivalence test of a comparison.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -25,7 +25,7 @@ pub struct Tost {
     pub pct_ci90: (f64, f64),
 }
 
-/// TOST of `change` (from [`super::welch`] of `base`, `treat`) against `±band_pct` of the
+/// TOST of `change` (from [`super::welch()`] of `base`, `treat`) against `±band_pct` of the
 /// baseline mean; `None` when there is no test (zero variance on both sides, a zero baseline
 /// mean or a band that is not positive).
 pub fn tost(base: &Summary, change: &Change, band_pct: f64) -> Option<Tost> {

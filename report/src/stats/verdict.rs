@@ -1,6 +1,7 @@
 //! What a comparison says, in plain words, from its tests and their q-values.
 
-use super::{ALPHA, Change, Metric};
+use super::metric::Metric;
+use super::welch::{ALPHA, Change};
 
 /// The verdict of a cell against its baseline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,6 +19,8 @@ pub struct StepStat {
     pub sum_us: f64,
     pub count: u64,
     pub failures: u64,
+    /// Retries that started after an error in this command.
+    pub retries: u64,
 }
 
 /// Everything a client keeps between transactions.
@@ -27,9 +29,8 @@ pub struct ClientState {
     pub vars: Variables,
     /// Random functions of the scripts.
     pub rng: PgPrng,
-    /// Script choice and rate-limit schedule.
-    pub choose_rng: PgPrng,
-    pub throttle_rng: PgPrng,
+    /// Transactions so far, skipped and failed ones included (pgbench's `cnt`).
+    pub cnt: u64,
     /// Per script, per step (only with `-r`).
     pub steps: Vec<Vec<StepStat>>,
     /// `debug()` output goes here instead of stderr when set (tests).
@@ -50,6 +51,26 @@ pub enum TxnError {
 }
 
 impl TxnError {
+    /// The kind of failure an SQL error is (None for a script error).
+    pub fn failure_kind(&self) -> Option<crate::engine::stats::FailureKind> {
+        use crate::engine::stats::FailureKind;
+        use tokio_postgres::error::SqlState;
+        match self {
+            TxnError::Sql { error, .. } => Some(match error.code() {
+                Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE => FailureKind::Serialization,
+                Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED => FailureKind::Deadlock,
+                _ => FailureKind::Other,
+            }),
+            TxnError::Abort { .. } => None,
+        }
+    }
+
+    pub fn step(&self) -> usize {
+        match self {
+            TxnError::Sql { step, .. } | TxnError::Abort { step, .. } => *step,
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             TxnError::Sql { error, .. } => crate::error::describe(error),
@@ -74,12 +95,22 @@ impl ClientState {
             .map_err(|EvalError(message)| TxnError::Abort { step, message })
     }
 
-    fn record(&mut self, script: usize, step: usize, started: Option<Instant>, failed: bool) {
+    fn record(&mut self, script: usize, step: usize, started: Option<Instant>) {
         let Some(started) = started else { return };
         if let Some(s) = self.steps.get_mut(script).and_then(|v| v.get_mut(step)) {
             s.sum_us += started.elapsed().as_secs_f64() * 1e6;
             s.count += 1;
-            s.failures += u64::from(failed);
+        }
+    }
+
+    /// Counts a failed (`retry` false) or retried transaction on the command it failed in.
+    pub fn count_error(&mut self, script: usize, step: usize, retry: bool) {
+        if let Some(s) = self.steps.get_mut(script).and_then(|v| v.get_mut(step)) {
+            if retry {
+                s.retries += 1;
+            } else {
+                s.failures += 1;
+            }
         }
     }
 
@@ -115,7 +146,9 @@ impl ClientState {
                         p.push((pc, Box::pin(fut)));
                     } else {
                         let res = fut.await;
-                        self.record(si, pc, started, res.is_err());
+                        if res.is_ok() {
+                            self.record(si, pc, started);
+                        }
                         self.finish_sql(cmd.result_set.as_ref(), pc, res)?;
                     }
                     pc += 1;
@@ -123,6 +156,13 @@ impl ClientState {
                 }
                 Command::Set(id, e) => {
                     let v = self.eval(e, si, pc)?;
+                    // pgbench checks a name when it first creates the variable.
+                    if !self.vars.is_set(*id) {
+                        let name = self.vars.symbols().name(*id);
+                        if !blocklab_script::vars::valid_name(name) {
+                            return Err(abort(format!("set: invalid variable name: \"{name}\"")));
+                        }
+                    }
                     self.vars.set_value(*id, v);
                 }
                 Command::Sleep(arg) => {
@@ -147,7 +187,7 @@ impl ClientState {
                 }
                 Command::If(e, next) => {
                     if !self.eval(e, si, pc)?.truth() {
-                        self.record(si, pc, started, false);
+                        self.record(si, pc, started);
                         pc = self.branch(steps, *next, si)?;
                         continue;
                     }
@@ -163,10 +203,16 @@ impl ClientState {
                     }
                     pipeline = Some(Vec::new());
                 }
-                Command::EndPipeline => {
-                    let Some(p) = pipeline.take() else {
+                Command::SyncPipeline | Command::EndPipeline => {
+                    let end = matches!(steps[pc].command, Command::EndPipeline);
+                    let Some(p) = (if end {
+                        pipeline.take()
+                    } else {
+                        pipeline.as_mut().map(std::mem::take)
+                    }) else {
                         return Err(abort("not in pipeline mode".into()));
                     };
+                    // The commands sent so far end at this sync.
                     let (idx, futs): (Vec<usize>, Vec<_>) = p.into_iter().unzip();
                     let results = futures::future::join_all(futs).await;
                     for (step, res) in idx.into_iter().zip(results) {
@@ -188,7 +234,7 @@ impl ClientState {
                         .map_err(abort)?;
                 }
             }
-            self.record(si, pc, started, false);
+            self.record(si, pc, started);
             pc += 1;
         }
         if pipeline.is_some() {

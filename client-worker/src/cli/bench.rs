@@ -11,7 +11,6 @@ use blocklab_worker::{Builtin, LoadOptions, Protocol, ScriptSpec, WorkerError};
 use clap::Args;
 
 use super::connect::ConnArgs;
-use super::fail;
 use super::seed::parse_seed;
 
 #[derive(Args, Debug)]
@@ -110,6 +109,11 @@ pub struct BenchArgs {
     /// Print help.
     #[arg(long, action = clap::ArgAction::Help)]
     help: Option<bool>,
+}
+
+fn fail(code: u8, e: &WorkerError) -> ExitCode {
+    eprintln!("blocklab-worker: error: {e}");
+    ExitCode::from(code)
 }
 
 fn list_builtins() -> String {
@@ -247,7 +251,7 @@ pub(super) fn bench_options(a: &BenchArgs, conninfo: String) -> Result<LoadOptio
 
 pub async fn bench(a: BenchArgs) -> ExitCode {
     if a.builtin.iter().any(|b| b == "list") {
-        eprint!("{}\n", list_builtins());
+        eprintln!("{}", list_builtins());
         return ExitCode::SUCCESS;
     }
     if let Some(name) = &a.show_script {

@@ -30,7 +30,7 @@ enum Command {
     Init(InitArgs),
     /// Run pgbench scripts (built-in or files) like pgbench and print its summary.
     #[command(disable_help_flag = true)]
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
     /// TPC-C-like workload by hand: init, run, check.
     #[command(subcommand)]
     Tpcc(kinds::TpccCommand),
@@ -137,7 +137,7 @@ pub fn main() -> ExitCode {
         match cli.command {
             Command::Serve(a) => serve(a).await,
             Command::Init(a) => init(a).await,
-            Command::Bench(a) => bench::bench(a).await,
+            Command::Bench(a) => bench::bench(*a).await,
             Command::Tpcc(c) => kinds::tpcc_main(c).await,
             Command::As3ap(c) => kinds::as3ap_main(c).await,
         }

@@ -37,6 +37,15 @@ pub struct ClientState {
     pub debug_out: Option<Vec<String>>,
 }
 
+/// Why a transaction failed (after its last try).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureKind {
+    Serialization,
+    Deadlock,
+    /// Any other SQL error, counted only with `continue_on_error`.
+    Other,
+}
+
 /// Why a transaction did not complete.
 #[derive(Debug)]
 pub enum TxnError {
@@ -52,8 +61,7 @@ pub enum TxnError {
 
 impl TxnError {
     /// The kind of failure an SQL error is (None for a script error).
-    pub fn failure_kind(&self) -> Option<crate::engine::stats::FailureKind> {
-        use crate::engine::stats::FailureKind;
+    pub fn failure_kind(&self) -> Option<FailureKind> {
         use tokio_postgres::error::SqlState;
         match self {
             TxnError::Sql { error, .. } => Some(match error.code() {

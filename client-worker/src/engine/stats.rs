@@ -6,21 +6,14 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use serde::Serialize;
 
+pub use crate::engine::exec::FailureKind;
+
 /// Transactions, latency and failures observed in one second of the measured window.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SecondAcc {
     pub transactions: u64,
     pub latency_sum_us: f64,
     pub failures: u64,
-}
-
-/// Why a transaction failed (after its last try).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FailureKind {
-    Serialization,
-    Deadlock,
-    /// Any other SQL error, counted only with `continue_on_error`.
-    Other,
 }
 
 /// What one client (or, merged, a thread or the whole run) measured.

@@ -87,7 +87,7 @@ pub(crate) async fn client_loop(
                 if cx.tl.end.is_some_and(|e| sched > e) {
                     return session;
                 }
-                tokio::time::sleep_until(tokio::time::Instant::from_std(sched)).await;
+                sleep_until(sched).await;
                 if cx.timer_exceeded() {
                     return session;
                 }
@@ -234,11 +234,26 @@ pub(crate) async fn client_loop(
     }
 }
 
+/// Sleeps until `at` to within microseconds: the runtime's timer (1 ms ticks, rounded up)
+/// brings it to the last millisecond, then it yields to the thread's other clients until
+/// the time has come, as pgbench's wait with a microsecond timeout does.
+async fn sleep_until(at: Instant) {
+    if let Some(early) = at.checked_sub(Duration::from_millis(1))
+        && Instant::now() < early
+    {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(early)).await;
+    }
+    while Instant::now() < at {
+        tokio::task::yield_now().await;
+    }
+}
+
 fn log(cx: &Ctx<'_>, st: &ClientState, si: usize, outcome: TxOutcome, lag_us: f64, tries: u32) {
     if cx.plan.log.is_some() {
         cx.shared.log(&TxRecord {
             client: st.id,
-            cnt: st.cnt,
+            // pgbench counts the transaction before logging it: numbers start at 1.
+            cnt: st.cnt + 1,
             outcome,
             script: si,
             lag_us,

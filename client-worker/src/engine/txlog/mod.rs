@@ -70,7 +70,7 @@ pub enum TxOutcome {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TxRecord {
     pub client: i64,
-    /// The client's transactions before this one (skipped and failed ones included).
+    /// The client's transactions so far, this one and skipped and failed ones included.
     pub cnt: u64,
     pub outcome: TxOutcome,
     pub script: usize,

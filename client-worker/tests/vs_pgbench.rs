@@ -128,6 +128,22 @@ async fn exit_statuses_and_aborts_match_pgbench() {
     );
 }
 
+/// Scheduled starts (end minus latency, µs) of a per-transaction log, sorted, as offsets
+/// from the first.
+fn schedule(files: &[(String, Vec<Vec<String>>)]) -> Vec<i64> {
+    let mut v: Vec<i64> = files
+        .iter()
+        .flat_map(|(_, lines)| lines.iter())
+        .map(|f| {
+            let n = |i: usize| f[i].parse::<i64>().unwrap();
+            n(4) * 1_000_000 + n(5) - n(2)
+        })
+        .collect();
+    v.sort_unstable();
+    let first = v[0];
+    v.iter().map(|x| x - first).collect()
+}
+
 /// Latency and lag fields of a per-transaction log (ok transactions only), in ms.
 fn field_ms(files: &[(String, Vec<Vec<String>>)], field: usize) -> Vec<f64> {
     files
@@ -146,10 +162,22 @@ async fn rate_limit_lag_matches_pgbench() {
     let d = dir.path();
     // Two clients on one thread at about 70% of what they can do: with pgbench's one
     // Poisson schedule per thread, a slot waits only when both clients are busy. The same
-    // seed gives both tools the same schedule.
-    let f = script(d, "sleep.sql", "select pg_sleep(0.02);\n");
-    let mut medians = Vec::new();
-    for (tool, prefix) in [(Tool::Pgbench, "theirs"), (Tool::Ours, "ours")] {
+    // seed gives both tools the same schedule, and a client-side sleep the same service
+    // time, so the lags differ only by each tool's own overhead.
+    let f = script(d, "sleep.sql", "\\sleep 20 ms\nselect 1;\n");
+    // Three alternating rounds per tool, their lags pooled, so that a busy moment of the
+    // machine weighs on both.
+    let mut pooled = [Vec::new(), Vec::new()];
+    let mut schedules: [Vec<Vec<i64>>; 2] = [Vec::new(), Vec::new()];
+    let rounds = ["1", "2", "3"];
+    let runs = rounds.iter().flat_map(|r| {
+        [
+            (Tool::Pgbench, 0, format!("theirs{r}")),
+            (Tool::Ours, 1, format!("ours{r}")),
+        ]
+    });
+    for (tool, k, prefix) in runs {
+        let prefix = prefix.as_str();
         let args = [
             "-n",
             "-c",
@@ -157,7 +185,7 @@ async fn rate_limit_lag_matches_pgbench() {
             "-j",
             "1",
             "-T",
-            "5",
+            "3",
             "-R",
             "66",
             "--random-seed",
@@ -174,20 +202,42 @@ async fn rate_limit_lag_matches_pgbench() {
         assert_eq!(files.len(), 1, "{tool:?}: one thread, one log: {files:?}");
         let lags = field_ms(&files, 6);
         assert!(
-            lags.len() > 250,
+            lags.len() > 150,
             "{tool:?}: {} transactions logged",
             lags.len()
         );
-        medians.push(median(lags));
+        pooled[k].extend(lags);
+        schedules[k].push(schedule(&files));
     }
-    let (theirs, ours) = (medians[0], medians[1]);
+    // The same seed, the same schedule: one Poisson stream per thread drawn as pgbench
+    // draws it. The logs give end time minus latency, stamped when the line is written, so
+    // nine in ten of the first 150 offsets (from the first scheduled start) must agree to
+    // 2 ms; the slots are 15 ms apart on average.
+    for (t, o) in schedules[0].iter().zip(&schedules[1]) {
+        let n = 150;
+        let close = t[..n]
+            .iter()
+            .zip(&o[..n])
+            .filter(|(a, b)| (*a - *b).abs() < 2000)
+            .count();
+        assert!(
+            close >= 135,
+            "schedules differ ({close} of {n} agree): pgbench {:?} ours {:?}",
+            &t[..10],
+            &o[..10]
+        );
+    }
+    let [theirs, ours] = pooled.map(median);
     eprintln!("median schedule lag: pgbench {theirs:.3} ms, ours {ours:.3} ms");
     assert!(
         theirs > 0.3,
         "the load makes transactions wait: {theirs} ms"
     );
+    // The medians agree within 20% on a quiet machine (4.53 vs 4.86 ms); on a busy
+    // 2-core one pgbench's own median moves between about 1.5 and 9.5 ms from run to run,
+    // so only a factor is checked. One schedule per client would wait several times longer.
     assert!(
-        (ours - theirs).abs() <= 0.2 * theirs,
+        ours < 3.0 * theirs && theirs < 3.0 * ours,
         "median lag: ours {ours:.3} ms vs pgbench {theirs:.3} ms"
     );
 }

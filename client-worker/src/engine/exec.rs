@@ -87,6 +87,20 @@ impl TxnError {
     }
 }
 
+/// Sleeps until `at` to within microseconds: the runtime's timer (1 ms ticks, rounded up)
+/// brings it to the last millisecond, then it yields to the thread's other clients until
+/// the time has come, as pgbench's wait with a microsecond timeout does.
+pub(crate) async fn sleep_until(at: Instant) {
+    if let Some(early) = at.checked_sub(Duration::from_millis(1))
+        && Instant::now() < early
+    {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(early)).await;
+    }
+    while Instant::now() < at {
+        tokio::task::yield_now().await;
+    }
+}
+
 type Pending<'a> = (usize, SqlFuture<'a>);
 type SqlFuture<'a> =
     Pin<Box<dyn Future<Output = Result<Option<ResultRows>, tokio_postgres::Error>> + Send + 'a>>;
@@ -190,7 +204,7 @@ impl ClientState {
                         }
                     };
                     if us > 0 {
-                        tokio::time::sleep(Duration::from_micros(us as u64)).await;
+                        sleep_until(Instant::now() + Duration::from_micros(us as u64)).await;
                     }
                 }
                 Command::If(e, next) => {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::client::Session;
 use crate::engine::control::Timeline;
-use crate::engine::exec::{ClientState, TxnError};
+use crate::engine::exec::{ClientState, TxnError, sleep_until};
 use crate::engine::plan::Plan;
 use crate::engine::shared::ThreadShared;
 use crate::engine::stats::{ClientStats, FailureKind};
@@ -231,20 +231,6 @@ pub(crate) async fn client_loop(
                 stats.conn_us += us(t0.elapsed());
             }
         }
-    }
-}
-
-/// Sleeps until `at` to within microseconds: the runtime's timer (1 ms ticks, rounded up)
-/// brings it to the last millisecond, then it yields to the thread's other clients until
-/// the time has come, as pgbench's wait with a microsecond timeout does.
-async fn sleep_until(at: Instant) {
-    if let Some(early) = at.checked_sub(Duration::from_millis(1))
-        && Instant::now() < early
-    {
-        tokio::time::sleep_until(tokio::time::Instant::from_std(early)).await;
-    }
-    while Instant::now() < at {
-        tokio::task::yield_now().await;
     }
 }
 

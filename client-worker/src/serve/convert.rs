@@ -120,6 +120,15 @@ pub fn load_options(task: &RunLoadTask) -> Result<LoadOptions, WorkerError> {
         progress_interval: None,
         allow_shell: false,
         report_live: true,
+        // Until the task carries it, fleet runs keep counting SQL errors and going on.
+        continue_on_error: true,
+        failures_detailed: false,
+        verbose_errors: false,
+        exit_on_abort: false,
+        log: None,
+        progress_timestamp: false,
+        run_clients: 0,
+        thread_id_offset: 0,
     })
 }
 

@@ -9,6 +9,7 @@ mod memory;
 mod model;
 mod order;
 mod parse;
+mod planning;
 mod probe;
 mod raw;
 mod reserved;

@@ -298,3 +298,49 @@ pub async fn run_job(
     .expect("watch");
     (submitted.job_id, last.map(|j| j.state).unwrap_or_default())
 }
+
+/// The verdict a cell's own figures imply, by the documented rule (README, statistics):
+/// equivalent when the TOST q-value is below 0.05 (its 90% CI of the change inside the band);
+/// faster or slower when the q-value is below 0.05 and the 95% CI of the change excludes 0,
+/// by the sign of the change and the metric's direction; otherwise inconclusive.
+pub fn implied_verdict(c: &blocklab_proto::v1::CellResult) -> &'static str {
+    const ALPHA: f64 = 0.05;
+    if c.is_baseline {
+        return "baseline";
+    }
+    if c.zero_variance {
+        return if c.pct_change_vs_baseline == Some(0.0) {
+            "identical, zero variance"
+        } else {
+            "differs, zero variance"
+        };
+    }
+    let (Some(q), Some(tost_q), Some(lo), Some(hi)) = (
+        c.q_value,
+        c.tost_q_value,
+        c.pct_change_ci95_low,
+        c.pct_change_ci95_high,
+    ) else {
+        return "insufficient data";
+    };
+    if tost_q < ALPHA {
+        let (l90, h90) = (
+            c.pct_change_ci90_low.unwrap_or(f64::NAN),
+            c.pct_change_ci90_high.unwrap_or(f64::NAN),
+        );
+        assert!(
+            l90 > -c.equivalence_pct && h90 < c.equivalence_pct,
+            "equivalent needs the 90% CI inside the band: {c:?}"
+        );
+        return "equivalent";
+    }
+    if q < ALPHA && (lo > 0.0 || hi < 0.0) {
+        let up = lo > 0.0;
+        return if up == c.higher_is_better {
+            "faster"
+        } else {
+            "slower"
+        };
+    }
+    "inconclusive"
+}

@@ -131,6 +131,7 @@ duration = "2s"
         .find(|c| c.label.ends_with("A/A"))
         .expect("A/A cell");
     assert_eq!(aa.block_size_kb, 8);
+    assert_eq!(aa.verdict, blocklab_tests::implied_verdict(aa), "{aa:?}");
     assert!(
         ["equivalent", "inconclusive"].contains(&aa.verdict.as_str()),
         "the same build measured twice is not a difference: {aa:?}"
@@ -163,7 +164,7 @@ async fn adaptive_repetitions_add_rounds_until_the_target_or_the_maximum() {
         format!(
             r#"
 name = "adaptive"
-repetitions = {{ min = 2, max = 4, target_ci_pct = {target} }}
+repetitions = {{ min = 3, max = 4, target_ci_pct = {target} }}
 order = "randomized-block"
 seed = 5
 [source]
@@ -219,14 +220,14 @@ duration = "1s"
         "{:?}",
         r.cells[0]
     );
-    // Met by the first two rounds: none added.
-    let (job, state) = run_job(&mut client, &spec("1000"), Duration::from_secs(20 * 60)).await;
+    // Met by the first three rounds: none added.
+    let (job, state) = run_job(&mut client, &spec("100"), Duration::from_secs(20 * 60)).await;
     assert_eq!(state, "done", "job {job}");
     let n: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE job_id = ?")
         .bind(&job)
         .fetch_one(&pool)
         .await
         .expect("count");
-    assert_eq!(n, 2);
+    assert_eq!(n, 3);
     lab.shutdown().await;
 }

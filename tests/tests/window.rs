@@ -282,5 +282,44 @@ async fn forced_checkpoints_show_in_the_window_and_cost_wal_per_transaction() {
         forced.3 > default.3,
         "FPI per transaction: {forced:?} vs {default:?}"
     );
+    // The default statistics keep the flagged run: it is the cost under test.
+    let mut client = lab.client().await;
+    let r = client
+        .query_results(blocklab_proto::v1::QueryResultsRequest {
+            job_id: job.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("results")
+        .into_inner();
+    let forced_cell = r
+        .cells
+        .iter()
+        .find(|c| c.label.contains("forced"))
+        .expect("forced cell");
+    assert_eq!(
+        (
+            forced_cell.n,
+            forced_cell.runs_suspect,
+            forced_cell.runs_excluded
+        ),
+        (1, 1, 0),
+        "{forced_cell:?}"
+    );
+    assert!(
+        forced_cell
+            .suspect_reasons
+            .iter()
+            .any(|s| s.starts_with("checkpoint in measured window")),
+        "{forced_cell:?}"
+    );
+    let per_txn: Vec<&str> = r.by_metric.iter().map(|m| m.name.as_str()).collect();
+    for m in [
+        "checkpoints_in_window",
+        "wal_bytes_per_txn",
+        "fpi_bytes_per_txn",
+    ] {
+        assert!(per_txn.contains(&m), "{m} in {per_txn:?}");
+    }
     lab.shutdown().await;
 }

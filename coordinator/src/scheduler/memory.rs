@@ -6,20 +6,16 @@
 //! `wal_buffers = -1`) are held too, and a new PostgreSQL version's page-unit settings are
 //! found without a list.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use blocklab_proto::v1::{PrepareServerTask, Setting, StopServerTask, task, task_result::Outcome};
 use blocklab_spec::{Cell, Plan, Spec, Stage};
 
-use super::run::{Failure, unexpected};
+use super::run::{Failure, HeldMemory, unexpected};
 use super::{Scheduler, build_options};
 use crate::fleet::HostSession;
 
 const REFERENCE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
-
-/// Held settings per reference cell, for one job.
-pub(crate) type HeldMemory = HashMap<u32, Vec<(String, String)>>;
 
 impl Scheduler {
     /// The settings that hold `cell`'s memory at its reference's bytes (none for plans stored
@@ -103,17 +99,4 @@ impl Scheduler {
 
 fn cell_name(spec: &Spec, c: &Cell) -> String {
     c.label_in(spec)
-}
-
-/// The cell's settings with the held ones on top (they replace a spec value of the same
-/// name, which the reference resolved to the same bytes).
-pub(crate) fn with_held(
-    mut settings: Vec<(String, String)>,
-    held: &[(String, String)],
-) -> Vec<(String, String)> {
-    for (name, value) in held {
-        settings.retain(|(n, _)| n != name);
-        settings.push((name.clone(), value.clone()));
-    }
-    settings
 }

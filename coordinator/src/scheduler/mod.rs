@@ -197,7 +197,7 @@ impl Scheduler {
             .await?;
         self.changed(job_id);
         let cancelled = self.cancelled(job_id);
-        let mut held = memory::HeldMemory::new();
+        let mut held = Default::default();
         loop {
             let queued: Vec<_> = self
                 .catalog

@@ -12,7 +12,6 @@ use blocklab_proto::v1::{
     StopServerTask, coordinator_message, task, task_result::Outcome,
 };
 
-use super::memory::{HeldMemory, with_held};
 use super::{JobCtx, Scheduler, SchedulerError, build_options};
 use crate::catalog::{CatalogError, RunChoices, RunRecord, ServerRecord};
 use crate::fleet::{CallError, HostSession};
@@ -403,4 +402,20 @@ impl Scheduler {
             other => Err(unexpected(Stage::Measuring, other)),
         }
     }
+}
+
+/// Held settings per memory reference cell, for one job (see `memory.rs`).
+pub(crate) type HeldMemory = HashMap<u32, Vec<(String, String)>>;
+
+/// The cell's settings with the held ones on top (they replace a spec value of the same
+/// name, which the reference resolved to the same bytes).
+fn with_held(
+    mut settings: Vec<(String, String)>,
+    held: &[(String, String)],
+) -> Vec<(String, String)> {
+    for (name, value) in held {
+        settings.retain(|(n, _)| n != name);
+        settings.push((name.clone(), value.clone()));
+    }
+    settings
 }

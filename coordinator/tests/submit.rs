@@ -98,6 +98,7 @@ async fn bad_specs_are_refused_and_nothing_is_stored() {
         let err = client
             .submit_job(SubmitJobRequest {
                 spec_toml: text.clone(),
+                ..Default::default()
             })
             .await
             .expect_err("must be refused");
@@ -132,6 +133,7 @@ async fn bad_specs_are_refused_and_nothing_is_stored() {
     let ok = client
         .submit_job(SubmitJobRequest {
             spec_toml: GOOD.to_string(),
+            ..Default::default()
         })
         .await
         .expect("accepted")
@@ -181,6 +183,7 @@ async fn a_shuffled_job_stores_its_seed_and_order() {
     let ok = client
         .submit_job(SubmitJobRequest {
             spec_toml: text.clone(),
+            ..Default::default()
         })
         .await
         .expect("accepted")

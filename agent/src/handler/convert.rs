@@ -220,3 +220,11 @@ mod tests {
         assert!(!r.metrics[0].higher_is_better && r.os_cache_dropped);
     }
 }
+
+/// A restored dump in the wire form.
+pub(super) fn restore_result(r: crate::maintenance::Restored) -> blocklab_proto::RestoreDumpResult {
+    blocklab_proto::RestoreDumpResult {
+        seconds: r.seconds,
+        bytes: r.bytes,
+    }
+}

@@ -54,6 +54,12 @@ impl TaskHandler for AgentHandler {
                     Err(e) => TaskFailure::at(Stage::Maintenance)(e).into_outcome(),
                 }
             }
+            Some(task::Kind::RestoreDump(r)) => {
+                match self.restore_dump(&task.run_id, &r, &progress).await {
+                    Ok(r) => task_result::Outcome::RestoreDump(r),
+                    Err(e) => TaskFailure::at(Stage::LoadingData)(e).into_outcome(),
+                }
+            }
             Some(other) => task_error(
                 Stage::Starting.as_str(),
                 format!("an agent does not run {} tasks", kind_name(&other)),
@@ -88,5 +94,6 @@ fn kind_name(k: &task::Kind) -> &'static str {
         task::Kind::ListBuilds(_) => "list_builds",
         task::Kind::WorkloadStep(_) => "workload_step",
         task::Kind::RunMaintenance(_) => "run_maintenance",
+        task::Kind::RestoreDump(_) => "restore_dump",
     }
 }

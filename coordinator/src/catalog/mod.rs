@@ -20,6 +20,9 @@ pub mod export;
 mod jobs;
 mod rows;
 mod runs;
+mod user_load;
+
+pub use user_load::LoadDetail;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 

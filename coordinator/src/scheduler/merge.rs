@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::load::{LoadResult, Sample, TxnType};
+use crate::load::{LoadResult, Sample, Statement, TxnType};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 
@@ -104,10 +104,37 @@ pub fn merge(parts: &[LoadResult]) -> Result<LoadResult, MergeError> {
         skipped: parts.iter().map(|p| p.skipped).sum(),
         late: parts.iter().map(|p| p.late).sum(),
         schedule_lag_avg_ms: weighted(|p| p.schedule_lag_avg_ms),
+        schedule_lag_max_ms: parts
+            .iter()
+            .map(|p| p.schedule_lag_max_ms)
+            .fold(0.0, f64::max),
+        statements: merge_statements(parts),
         random_seed: first.random_seed,
         clients: parts.iter().map(|p| p.clients).sum(),
         txn_types: merge_txn_types(parts)?,
     })
+}
+
+/// Per statement over the workers: counts, latency sums and failures added, in the first
+/// worker's order (every worker runs the same scripts).
+fn merge_statements(parts: &[LoadResult]) -> Vec<Statement> {
+    let mut out: Vec<Statement> = Vec::new();
+    for p in parts {
+        for s in &p.statements {
+            match out
+                .iter_mut()
+                .find(|o| o.script_index == s.script_index && o.position == s.position)
+            {
+                Some(o) => {
+                    o.count += s.count;
+                    o.latency_sum_ms += s.latency_sum_ms;
+                    o.failures += s.failures;
+                }
+                None => out.push(s.clone()),
+            }
+        }
+    }
+    out
 }
 
 /// Per transaction type over the workers: counts summed, histograms merged; types in the

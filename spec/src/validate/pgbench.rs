@@ -364,3 +364,6 @@ fn pgbench_init(prefix: &str, w: &RawWorkload, pgbench: bool) -> Result<PgbenchI
         foreign_keys: w.foreign_keys.unwrap_or(false),
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -56,7 +56,9 @@ enum Command {
     #[command(after_help = JOB_EXAMPLES)]
     Job {
         job_id: String,
-        /// Run number (as listed) to show in detail: server statistics, settings, suspect reasons.
+        /// Run number (as listed) to show in detail: server statistics, settings, suspect
+        /// reasons, schedule lag, late and skipped counts, the random seed and per-statement
+        /// latencies.
         #[arg(long)]
         run: Option<u32>,
     },

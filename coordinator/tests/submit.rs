@@ -111,6 +111,47 @@ async fn bad_specs_are_refused_and_nothing_is_stored() {
     }
     assert_eq!(counts(&db), before, "nothing stored after bad specs");
 
+    // Files: named but not sent, sent but not named, a script that does not parse.
+    let scripted = GOOD.replace(
+        "duration = \"1s\"",
+        "duration = \"1s\"\nscripts = [{ file = \"mine.sql\" }]",
+    );
+    let file_cases = [
+        (
+            scripted.as_str(),
+            vec![],
+            "workload.scripts[0].file",
+            "not sent",
+        ),
+        (GOOD, vec![("extra.sql", "SELECT 1;")], "files", "extra.sql"),
+        (
+            scripted.as_str(),
+            vec![("mine.sql", "SELECT 1;\n\\set x random(1,\n")],
+            "workload.scripts[0].file",
+            "mine.sql:2:",
+        ),
+    ];
+    for (text, files, field, words) in file_cases {
+        let err = client
+            .submit_job(SubmitJobRequest {
+                spec_toml: text.to_string(),
+                files: files
+                    .into_iter()
+                    .map(|(k, v): (&str, &str)| (k.to_string(), v.to_string()))
+                    .collect(),
+            })
+            .await
+            .expect_err("must be refused");
+        assert_eq!(err.code(), tonic::Code::InvalidArgument, "{field}: {err:?}");
+        assert!(
+            err.message().starts_with(&format!("{field}:")) && err.message().contains(words),
+            "message names {field} and {words}: {}",
+            err.message()
+        );
+    }
+    assert_eq!(counts(&db), before, "nothing stored after bad files");
+    assert_eq!(scripts_stored(&db), 0);
+
     // A bad job id is a clear error too.
     let err = client
         .get_job(GetJobRequest {
@@ -170,6 +211,18 @@ async fn bad_specs_are_refused_and_nothing_is_stored() {
     assert_eq!(results.cells.len(), 2);
     assert!(results.cells[0].is_baseline);
     assert_eq!(results.cells[1].runs_ok, 0);
+}
+
+fn scripts_stored(db: &std::path::Path) -> i64 {
+    let out = std::process::Command::new("sqlite3")
+        .arg(db)
+        .arg("SELECT count(*) FROM job_scripts;")
+        .output()
+        .expect("sqlite3 is installed");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("count")
 }
 
 fn uuid_like() -> String {

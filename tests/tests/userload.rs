@@ -4,6 +4,8 @@
 //! keeps the files' sha256, the job's seed, the schedule lag, the late and skipped counts and
 //! the per-statement latencies; a second job with the first one's seed draws the same values.
 //!
+//! A dump missing on the agent's host fails the run naming it, and the daemons stay up.
+//!
 //! The schema's trigger writes each client's first three rows to files (server-side COPY, as
 //! the run's superuser role), since every run's cluster is removed when the run ends.
 
@@ -249,5 +251,32 @@ async fn the_users_script_schema_and_seed_go_through_the_fleet() {
             .filter(|((_, k), _)| *k == 1)
             .collect::<Vec<_>>()
     );
+
+    // A dump that is not on the agent's host fails the run at loading-data, naming it; the
+    // daemons keep running.
+    let missing = spec(None).replace(
+        "sql = \"schema.sql\"",
+        "sql = \"schema.sql\"\ndump = \"/nonexistent/app.dump\"",
+    );
+    let (job3, state) = run_job_with_files(&mut client, &missing, &files, timeout).await;
+    assert_eq!(state, "failed", "job {job3}");
+    let (stage, error): (String, String) =
+        sqlx::query_as("SELECT stage, error FROM runs WHERE job_id = ?")
+            .bind(&job3)
+            .fetch_one(&db)
+            .await
+            .expect("run");
+    assert_eq!(stage, "loading-data");
+    assert!(
+        error.contains("dump") && error.contains("/nonexistent/app.dump"),
+        "{error}"
+    );
+    let hosts = client
+        .list_hosts(blocklab_proto::v1::ListHostsRequest {})
+        .await
+        .expect("hosts")
+        .into_inner()
+        .hosts;
+    assert_eq!(hosts.iter().filter(|h| h.up).count(), 3, "{hosts:?}");
     lab.shutdown().await;
 }

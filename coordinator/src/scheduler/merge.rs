@@ -347,4 +347,28 @@ mod tests {
         assert_eq!(split_clients(4, 1), vec![(4, 0)]);
         assert_eq!(split_clients(6, 3), vec![(2, 0), (2, 2), (2, 4)]);
     }
+
+    #[test]
+    fn statements_add_up_over_workers() {
+        let st = |count: u64, sum: f64| Statement {
+            script_index: 0,
+            script: "mine.sql".into(),
+            position: 1,
+            command: "INSERT".into(),
+            count,
+            latency_sum_ms: sum,
+            failures: 1,
+        };
+        let mut a = part(&[1000], 1.0);
+        a.statements = vec![st(10, 20.0)];
+        a.schedule_lag_max_ms = 3.0;
+        let mut b = part(&[2000], 1.0);
+        b.statements = vec![st(30, 120.0)];
+        b.schedule_lag_max_ms = 7.0;
+        let m = merge(&[a, b]).expect("merge");
+        assert_eq!(m.statements.len(), 1);
+        assert_eq!((m.statements[0].count, m.statements[0].failures), (40, 2));
+        assert!((m.statements[0].latency_avg_ms() - 3.5).abs() < 1e-12);
+        assert_eq!(m.schedule_lag_max_ms, 7.0);
+    }
 }

@@ -257,6 +257,9 @@ fn a_plan_stored_before_these_options_reads_with_pgbench_s_defaults() {
     };
     let (o, init) = (&spec.workload.pgbench, &spec.workload.init);
     assert_eq!((o.max_tries, o.rate, o.random_seed), (1, 0.0, None));
-    assert!(!o.statement_latencies, "old runs recorded no statement latencies");
+    assert!(
+        !o.statement_latencies,
+        "old runs recorded no statement latencies"
+    );
     assert!(init.pgbench && init.sql.is_none() && init.dump.is_none());
 }

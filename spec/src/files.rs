@@ -62,3 +62,15 @@ pub fn named_files(spec: &Spec) -> BTreeSet<String> {
     }
     out
 }
+
+/// Every file sent is one the spec names.
+pub(crate) fn check_files_used(spec: &Spec, files: &crate::script::Files) -> Result<(), SpecError> {
+    let named = named_files(spec);
+    match files.keys().find(|k| !named.contains(*k)) {
+        Some(extra) => Err(SpecError::new(
+            "files",
+            format!("{extra:?} was sent but the spec names no such file"),
+        )),
+        None => Ok(()),
+    }
+}

@@ -53,6 +53,7 @@ impl Spec {
     /// Like `parse_with_seed`, with the files the spec names as sent beside it.
     pub fn parse_with(text: &str, seed: Option<u64>, files: &Files) -> Result<Self, SpecError> {
         let mut spec = validate::parse(text, files)?;
+        crate::files::check_files_used(&spec, files)?;
         match (spec.order, seed) {
             (RunOrder::Shuffled { .. }, Some(s)) => spec.order = RunOrder::Shuffled { seed: s },
             (RunOrder::RandomizedBlock { .. }, Some(s)) => {

@@ -155,6 +155,14 @@ pub fn probe_row(r: probe::ProbeRow) -> ProbeRow {
     }
 }
 
+/// A restored dump in the wire form.
+pub(super) fn restore_result(r: crate::maintenance::Restored) -> blocklab_proto::RestoreDumpResult {
+    blocklab_proto::RestoreDumpResult {
+        seconds: r.seconds,
+        bytes: r.bytes,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,13 +226,5 @@ mod tests {
         });
         assert_eq!(r.metrics[0].name, "maint.copy");
         assert!(!r.metrics[0].higher_is_better && r.os_cache_dropped);
-    }
-}
-
-/// A restored dump in the wire form.
-pub(super) fn restore_result(r: crate::maintenance::Restored) -> blocklab_proto::RestoreDumpResult {
-    blocklab_proto::RestoreDumpResult {
-        seconds: r.seconds,
-        bytes: r.bytes,
     }
 }

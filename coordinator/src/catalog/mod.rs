@@ -22,8 +22,6 @@ mod rows;
 mod runs;
 mod user_load;
 
-pub use user_load::LoadDetail;
-
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Handle to the catalog; cheap to clone.

@@ -32,21 +32,7 @@ pub(super) fn parse(text: &str, files: &Files) -> Result<Spec, SpecError> {
         ));
     }
     let raw: RawSpec = toml::from_str(text).map_err(|e| toml_error(text, e))?;
-    let spec = validate(raw, files)?;
-    check_files_used(&spec, files)?;
-    Ok(spec)
-}
-
-/// Every file sent is one the spec names.
-fn check_files_used(spec: &Spec, files: &Files) -> Result<(), SpecError> {
-    let named = crate::files::named_files(spec);
-    match files.keys().find(|k| !named.contains(*k)) {
-        Some(extra) => Err(SpecError::new(
-            "files",
-            format!("{extra:?} was sent but the spec names no such file"),
-        )),
-        None => Ok(()),
-    }
+    validate(raw, files)
 }
 
 /// Every part in the order a reader meets it, so the first error reported is the first

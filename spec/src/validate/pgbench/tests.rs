@@ -104,10 +104,13 @@ fn the_defaults_are_pgbench_s() {
     assert_eq!(p.workload.pgbench.transactions, 100);
 }
 
+/// (workload text, files sent, field named, words in the message)
+type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str, &'a str);
+
 #[test]
 fn bad_input_names_the_field_or_the_line() {
     let script = [("mine.sql", SCRIPT)];
-    let cases: [(&str, &[(&str, &str)], &str, &str); 14] = [
+    let cases: [Case; 14] = [
         (
             "scripts = [{ file = \"mine.sql\" }]\nduration = \"5s\"",
             &[],

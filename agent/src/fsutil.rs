@@ -175,25 +175,24 @@ pub async fn sha256_file(path: &Path) -> Result<String, AgentError> {
 }
 
 /// `sync`, then 3 into /proc/sys/vm/drop_caches. Not permitted (not root, read-only
-/// /proc/sys in a container) is a warning and `false`, never a failure.
-pub async fn drop_os_cache() -> bool {
+/// /proc/sys in a container) is an `Err` with the reason, logged as a warning; whether that
+/// fails a run is the caller's rule.
+pub async fn drop_os_cache() -> Result<(), String> {
     let res = tokio::task::spawn_blocking(|| {
         nix::unistd::sync();
-        std::fs::write("/proc/sys/vm/drop_caches", b"3\n")
+        std::fs::write(DROP_CACHES, b"3\n")
     })
     .await;
-    match res {
-        Ok(Ok(())) => true,
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "could not drop the OS page cache (not permitted?)");
-            false
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "page cache drop panicked");
-            false
-        }
-    }
+    let reason = match res {
+        Ok(Ok(())) => return Ok(()),
+        Ok(Err(e)) => format!("cannot write {DROP_CACHES}: {e}"),
+        Err(e) => format!("page cache drop panicked: {e}"),
+    };
+    tracing::warn!(reason = %reason, "could not drop the OS page cache");
+    Err(reason)
 }
+
+const DROP_CACHES: &str = "/proc/sys/vm/drop_caches";
 
 #[cfg(test)]
 mod tests {

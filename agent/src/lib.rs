@@ -17,6 +17,7 @@ pub mod probe;
 pub mod process;
 pub mod stats;
 pub mod users;
+pub mod waldump;
 
 use std::future::Future;
 use std::path::PathBuf;

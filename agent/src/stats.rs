@@ -33,20 +33,30 @@ pub fn server_gone(c: &Cluster) -> AgentError {
     }
 }
 
-/// Takes a snapshot (after a CHECKPOINT if asked). A dead postmaster is reported as
-/// [`AgentError::ServerGone`], also when it dies while we are connected.
-pub async fn snapshot(c: &Cluster, checkpoint_first: bool) -> Result<Snapshot, AgentError> {
+/// Takes a snapshot (after a CHECKPOINT if asked; after the other client sessions of the
+/// bench database have ended, waiting at most [`SETTLE_LIMIT`], if `settle`). A dead
+/// postmaster is reported as [`AgentError::ServerGone`], also when it dies while we are
+/// connected.
+pub async fn snapshot(
+    c: &Cluster,
+    checkpoint_first: bool,
+    settle: bool,
+) -> Result<Snapshot, AgentError> {
     if !is_running(c) {
         return Err(server_gone(c));
     }
-    let res = take(c, checkpoint_first).await;
+    let res = take(c, checkpoint_first, settle).await;
     match res {
         Err(_) if !is_running(c) => Err(server_gone(c)),
         other => other.map_err(|e| e.with_extra_log(log_tail(&[&c.run_dir.join("postgres.log")]))),
     }
 }
 
-async fn take(c: &Cluster, checkpoint_first: bool) -> Result<Snapshot, AgentError> {
+/// How long the end-of-window snapshot waits for the window's client sessions to end: a
+/// backend publishes its counters when it exits (and at most once a second while busy).
+pub const SETTLE_LIMIT: Duration = Duration::from_secs(5);
+
+async fn take(c: &Cluster, checkpoint_first: bool, settle: bool) -> Result<Snapshot, AgentError> {
     let (client, conn) = agent_config(c, BENCH_DB)
         .connect(tokio_postgres::NoTls)
         .await
@@ -58,6 +68,9 @@ async fn take(c: &Cluster, checkpoint_first: bool) -> Result<Snapshot, AgentErro
             .map_err(|_| AgentError::Other("reading statistics timed out".into()))?
     };
     let res = async {
+        if settle {
+            settle_sessions(&client).await?;
+        }
         if !checkpoint_first {
             return read_now().await;
         }
@@ -87,6 +100,34 @@ async fn take(c: &Cluster, checkpoint_first: bool) -> Result<Snapshot, AgentErro
         postmaster_start_time,
         checkpoint_done: checkpoint_first,
     })
+}
+
+/// Waits until no other client session is connected to this database (at most
+/// [`SETTLE_LIMIT`]; then it reads anyway, and says so in the log).
+async fn settle_sessions(client: &tokio_postgres::Client) -> Result<(), AgentError> {
+    let deadline = tokio::time::Instant::now() + SETTLE_LIMIT;
+    loop {
+        let others: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE datname = current_database() \
+                 AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .and_then(|r| r.try_get(0))
+            .map_err(|e| AgentError::postgres("count the other sessions", &e))?;
+        if others == 0 {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            tracing::warn!(
+                sessions = others,
+                "client sessions still open after the window; reading the statistics anyway"
+            );
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Requested checkpoints so far (pg_stat_bgwriter before 17, pg_stat_checkpointer after).

@@ -33,6 +33,7 @@ fn maintenance(scale: u32, steps: &[&str]) -> RunMaintenanceTask {
     RunMaintenanceTask {
         scale,
         steps: steps.iter().map(|s| s.to_string()).collect(),
+        reset_after_load: None,
     }
 }
 

@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use blocklab_agent::AgentHandler;
 use blocklab_daemon::fleet::{ProgressSink, TaskHandler};
-use blocklab_proto::{PrepareServerTask, RunProbeTask, SnapshotStatsTask, Task, task, task_result};
+use blocklab_proto::{
+    PrepareServerTask, ResetCachesTask, RunProbeTask, SnapshotStatsTask, Task, WalStatsTask, task,
+    task_result,
+};
 use common::*;
 
 fn prepare_task(separate_wal: bool, wal_segsize_mb: u32) -> PrepareServerTask {
@@ -19,7 +22,6 @@ fn prepare_task(separate_wal: bool, wal_segsize_mb: u32) -> PrepareServerTask {
         build: Some(build),
         allowed_client_addresses: vec!["127.0.0.1".into()],
         separate_wal,
-        drop_os_cache: separate_wal,
         ..Default::default()
     }
 }
@@ -87,9 +89,68 @@ async fn wal_lives_in_the_wal_directory_with_the_requested_segment_size() {
         .unwrap()
         .get(0);
     assert_eq!(seg, "32MB");
-    eprintln!("os_cache_dropped = {}", p.os_cache_dropped);
     assert!(!p.postmaster_start_time.is_empty());
+
+    // The WAL of a range: an UPDATE after a CHECKPOINT writes full-page images.
+    client
+        .batch_execute("CREATE TABLE t AS SELECT g AS id, 0 AS v FROM generate_series(1, 20000) g")
+        .await
+        .unwrap();
+    let lsn = |s: &blocklab_proto::SnapshotStatsResult| {
+        stats(&s.stats_json)["wal_lsn_bytes"].as_u64().unwrap()
+    };
+    let start = lsn(&snapshot(&handler, "walrun", true).await);
+    client.batch_execute("UPDATE t SET v = 1").await.unwrap();
+    let end = lsn(&snapshot(&handler, "walrun", false).await);
+    let w = handler
+        .wal_stats(
+            "walrun",
+            &WalStatsTask {
+                start_lsn_bytes: start,
+                end_lsn_bytes: end,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(w.complete, "{w:?}");
+    assert!(w.records >= 20000 && w.fpi_bytes > 8192, "{w:?}");
+    assert!(
+        w.record_bytes + w.fpi_bytes <= end - start,
+        "{w:?} in {}",
+        end - start
+    );
+    // WAL that is gone (a segment before the cluster's first) is not readable, with a reason.
+    let gone = handler
+        .wal_stats(
+            "walrun",
+            &WalStatsTask {
+                start_lsn_bytes: 0x100,
+                end_lsn_bytes: 0x200,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(!gone.complete && !gone.reason.is_empty(), "{gone:?}");
     drop(client);
+
+    // The cache reset: a clean restart with the OS cache drop; a new postmaster, still serving.
+    let pid = handler.postmaster_pid("walrun").unwrap();
+    let r = handler
+        .reset_caches(
+            "walrun",
+            &ResetCachesTask {
+                restart_server: true,
+                drop_os_cache: true,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(r.server_restarted, "{r:?}");
+    assert_eq!(r.os_cache_dropped, r.os_cache_error.is_empty(), "{r:?}");
+    assert_ne!(r.postmaster_start_time, p.postmaster_start_time);
+    assert_ne!(handler.postmaster_pid("walrun"), Some(pid));
+    let after = snapshot(&handler, "walrun", false).await;
+    assert_eq!(after.postmaster_start_time, r.postmaster_start_time);
     handler.stop_server("walrun").await.unwrap();
     assert!(!wal_dir.exists() && !data.exists());
 }
@@ -103,6 +164,7 @@ async fn snapshot(
         run,
         &SnapshotStatsTask {
             checkpoint_first: checkpoint,
+            settle_sessions: false,
         },
     )
     .await
@@ -198,6 +260,7 @@ async fn statistics_move_and_a_killed_postmaster_fails_the_snapshot_with_its_log
                 attempt: 1,
                 kind: Some(task::Kind::SnapshotStats(SnapshotStatsTask {
                     checkpoint_first: true,
+                    settle_sessions: true,
                 })),
             },
             ProgressSink::detached(),

@@ -146,17 +146,27 @@ const COMPLETIONS_EXAMPLES: &str = "Examples:\n  blocklab completions bash > /et
 
 macro_rules! results_help {
     () => {
-        "Statistics: per cell over its runs, n, mean, sample stddev, CV = stddev/mean and the \
-95% CI of the mean (Student t, n-1 df). Against the baseline (the cell with the baseline page sizes \
-and the same clients and other dimensions): % change of the mean with its 95% CI (Welch's CI of the \
-difference of means divided by the baseline mean), Welch's two-sided p-value, and a verdict: \
-faster/slower (higher tps, NOTPM or tup/s, lower latency or seconds is faster) when p < 0.05 and the CI excludes 0, \
-'no significant difference' otherwise, 'insufficient data' when either side has fewer than 2 runs.
+        "Statistics: per cell over its runs, n, mean, sample stddev, CV = stddev/mean, the 95% CI \
+of the mean (Student t, n-1 df) and its half-width in % of the mean. Against the baseline (the cell \
+the plan names for it, shown under 'compared on'; for older jobs the cell with the baseline page \
+sizes and the same clients and other dimensions): % change of the mean with its 95% CI (Welch's CI \
+of the difference of means divided by the baseline mean), Welch's two-sided p-value, its \
+Benjamini-Hochberg q-value across the job's comparisons (every non-baseline cell x every metric with \
+a verdict), and a TOST equivalence test against the job's band (default ±2% of the baseline mean, \
+Welch df) with its q-value. Verdict: 'equivalent' when the TOST q < 0.05 (the 90% CI of the change \
+inside the band); else faster/slower (higher tps, NOTPM or tup/s, lower latency or seconds is \
+faster) when q < 0.05 and the CI excludes 0; else 'inconclusive'. 'insufficient data' when either \
+side has fewer than 2 runs; 'identical, zero variance' or 'differs, zero variance' when neither \
+side varies (no test); 'no verdict' for counts, shares, sizes and per-transaction costs (the change \
+and its CI only). With a target CI (adaptive repetitions) each cell says 'target reached' or 'max \
+repetitions reached'.
 
 Suspect runs: a run is suspect when the coordinator flagged it (a checkpoint in the measured \
-window, client CPU saturated, errors). Suspect runs are shown and counted, and \
-excluded from a cell's statistics, unless excluding them would leave the cell with fewer than 2 \
-runs: then all the cell's runs are used and the cell is marked (\"included\")."
+window, client CPU saturated, errors). By default every completed run enters its cell's \
+statistics; suspect runs are shown with their reasons and counted per cell. When the job excludes \
+them (the spec's suspect_runs = \"exclude\"), they are left out, unless that would leave the cell with \
+fewer than 2 runs (then all are used, marked \"included\"), and 'all runs' columns show the \
+statistics over every completed run beside them."
     };
 }
 

@@ -276,11 +276,28 @@ async fn failures_are_counted_and_connections_recover() {
     server.create_db("bench").await;
     server.create_db("empty").await;
 
-    // No tables: every transaction fails, the clients keep going.
+    // No tables: as pgbench, each client aborts at its first error.
     let mut o = LoadOptions::new(server.conninfo("empty"), Duration::from_secs(1));
     o.scale = 1;
     o.clients = 2;
     o.protocol = Protocol::Extended;
+    let r = run_load(&o)
+        .await
+        .expect("a run whose clients abort still reports");
+    assert_eq!(
+        (r.transactions, r.failures, r.aborted_clients),
+        (0, 0, 2),
+        "{r:#?}"
+    );
+    assert!(
+        r.first_error
+            .as_deref()
+            .unwrap()
+            .contains("aborted in command 5 query 0"),
+        "{r:#?}"
+    );
+    // Continuing on errors: every transaction fails, the clients keep going.
+    o.continue_on_error = true;
     let r = run_load(&o)
         .await
         .expect("a run whose transactions fail still reports");
@@ -327,10 +344,12 @@ async fn failures_are_counted_and_connections_recover() {
     let e = run_load(&o).await.unwrap_err().to_string();
     assert!(e.contains("pgbench_branches"), "{e}");
 
-    // Backends killed mid-run: failures are counted, clients reconnect and go on.
+    // Backends killed mid-run, continuing on errors (as fleet runs do): failures are
+    // counted, clients reconnect and go on.
     init_data(&server.conn("bench"), 1).await.unwrap();
     let mut o = opts(&server, Builtin::TpcbLike, Protocol::Prepared);
     o.duration = Duration::from_secs(3);
+    o.continue_on_error = true;
     let killer = server.client("postgres").await;
     let run = tokio::spawn(async move { run_load(&o).await });
     tokio::time::sleep(Duration::from_millis(1200)).await;

@@ -38,6 +38,18 @@ fn summary(j: &JobRecord) -> JobSummary {
     JobSummary::from(j)
 }
 
+fn run_choices(c: crate::catalog::StoredChoices) -> RunChoices {
+    RunChoices {
+        os_cache_dropped: c.os_cache_dropped,
+        server_restarted: c.server_restarted,
+        checkpoint_before: c.checkpoint_before,
+        wal_dir: c.wal_dir,
+        stats_start_at: c.stats_start_at,
+        stats_end_at: c.stats_end_at,
+        fpi_source: c.fpi_source,
+    }
+}
+
 fn run_info(r: &RunRecord) -> RunInfo {
     RunInfo {
         run_id: r.run_id.clone(),
@@ -190,6 +202,7 @@ impl Control for ControlService {
                         higher_is_better,
                     })
                     .collect(),
+                choices: Some(run_choices(d.choices)),
             })
         };
         Ok(Response::new(GetJobResponse {

@@ -3,7 +3,7 @@
 //! both call these functions with plain arguments.
 
 use blocklab_proto::v1::*;
-use blocklab_report::{ReportError, analysis, per_metric, resolve};
+use blocklab_report::{ReportError, resolve};
 
 use crate::catalog::{Catalog, CatalogError, export};
 
@@ -25,12 +25,12 @@ pub async fn query_results(
 ) -> Result<QueryResultsResponse, ResultsError> {
     let export = export::export_job(catalog, job_id, false).await?;
     let metric = resolve(metric, &export)?;
-    let by_metric = blocklab_report::metric_results(&export);
+    let r = blocklab_report::results(&export, &metric);
     Ok(QueryResultsResponse {
         job_id: job_id.to_string(),
-        cells: analysis::cell_results(&export, &metric),
+        cells: r.cells,
         catalog_path: catalog_path.to_string(),
-        by_metric,
+        by_metric: r.by_metric,
     })
 }
 
@@ -44,7 +44,7 @@ pub async fn export_job(
 ) -> Result<JobExport, ResultsError> {
     let mut export = export::export_job(catalog, job_id, include_samples).await?;
     let metric = resolve(metric, &export)?;
-    export.results = analysis::cell_results(&export, &metric);
+    export.results = blocklab_report::results(&export, &metric).cells;
     export.metric = metric.name().to_string();
     export.catalog_path = catalog_path.to_string();
     Ok(export)
@@ -60,10 +60,10 @@ pub async fn compare_jobs(
     let a = export::export_job(catalog, job_a, false).await?;
     let b = export::export_job(catalog, job_b, false).await?;
     let metric = resolve(metric, &b)?;
-    let by_metric = per_metric(&b, |m| analysis::compare(&a, &b, m));
+    let r = blocklab_report::compare_results(&a, &b, &metric);
     Ok(CompareJobsResponse {
-        by_metric,
-        cells: analysis::compare(&a, &b, &metric),
+        by_metric: r.by_metric,
+        cells: r.cells,
         job_a: a.job,
         job_b: b.job,
         metric: metric.name().to_string(),

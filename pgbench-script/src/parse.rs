@@ -31,6 +31,8 @@ pub enum Command {
     Else(usize),
     Endif,
     StartPipeline,
+    /// `\syncpipeline`: inside a pipeline, send a Sync (the commands before it end there).
+    SyncPipeline,
     EndPipeline,
     Shell(Vec<String>),
     SetShell(String, Vec<String>),
@@ -96,6 +98,9 @@ impl fmt::Display for ScriptError {
         Ok(())
     }
 }
+
+/// pgbench's MAX_ARGS: the words of a meta-command, its name included.
+pub const MAX_SHELL_WORDS: usize = 256;
 
 struct Meta<'a> {
     source: &'a str,
@@ -262,13 +267,17 @@ fn meta_command(m: &Meta<'_>, name: &str, symbols: &mut Symbols) -> Result<Comma
             }
         }
         "sleep" => sleep(m, symbols)?,
+        // The command word plus at most MAX_ARGS - 1 = 255 arguments, as pgbench.
+        "setshell" | "shell" if w.len() > MAX_SHELL_WORDS => {
+            return Err(m.error("too many arguments", None, None, true));
+        }
         "setshell" if w.len() < 3 => return Err(m.error("missing argument", None, None, true)),
         "setshell" => {
             Command::SetShell(w[1].0.clone(), w[2..].iter().map(|x| x.0.clone()).collect())
         }
         "shell" if w.len() < 2 => return Err(m.error("missing command", None, None, true)),
         "shell" => Command::Shell(w[1..].iter().map(|x| x.0.clone()).collect()),
-        "else" | "endif" | "startpipeline" | "endpipeline" => {
+        "else" | "endif" | "startpipeline" | "syncpipeline" | "endpipeline" => {
             if w.len() != 1 {
                 return Err(m.error("unexpected argument", None, None, true));
             }
@@ -276,6 +285,7 @@ fn meta_command(m: &Meta<'_>, name: &str, symbols: &mut Symbols) -> Result<Comma
                 "else" => Command::Else(0),
                 "endif" => Command::Endif,
                 "startpipeline" => Command::StartPipeline,
+                "syncpipeline" => Command::SyncPipeline,
                 _ => Command::EndPipeline,
             }
         }

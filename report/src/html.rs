@@ -254,9 +254,10 @@ pub fn report(e: &JobExport) -> String {
     table(&mut out, "results", &header, &rows, &marks);
     let _ = writeln!(
         out,
-        "<p class=\"note\">{}</p><p class=\"note\">Method: mean over the cell's runs, sample stddev, CV = stddev/mean, 95% CI of the mean from Student's t with n-1 df. Change against the baseline cell: Welch's t-test (two-sided); the CI of the % change is the Welch CI of the difference of means divided by the baseline mean (the baseline mean is treated as exact). Verdict: significant when p &lt; 0.05 and the CI excludes 0. {}</p>",
+        "<p class=\"note\">{}</p><p class=\"note\">Method: mean over the cell's runs, sample stddev, CV = stddev/mean, 95% CI of the mean from Student's t with n-1 df. Change against the baseline cell: Welch's t-test (two-sided); the CI of the % change is the Welch CI of the difference of means divided by the baseline mean (the baseline mean is treated as exact). q-values: Benjamini-Hochberg across the job's comparisons (every non-baseline cell x every metric with a verdict). Equivalence: two one-sided tests (Welch df) against the band of ±{band:.1}% of the baseline mean. Verdicts: equivalent when the TOST q-value &lt; 0.05 (the 90% CI of the change inside the band); else faster/slower when q &lt; 0.05 and the 95% CI excludes 0; else inconclusive. Counts, shares, sizes and per-transaction costs get the change and its CI, no verdict. {}</p>",
         esc(&render::notes(&e.results, &metric)).replace('\n', "<br/>"),
-        esc(SUSPECT_RULE)
+        esc(SUSPECT_RULE),
+        band = crate::analysis::Options::of(e).equivalence_pct,
     );
     let by_metric = crate::metric_results(e);
     if !by_metric.is_empty() {
@@ -345,4 +346,30 @@ pub fn report(e: &JobExport) -> String {
         esc(&e.spec_toml)
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibration::{Prng, Scenario, synthetic_job};
+
+    #[test]
+    fn the_report_shows_q_values_the_band_and_the_verdicts() {
+        let mut e = synthetic_job(&Scenario::new(10, 1.0, 0.0), &mut Prng::new(5));
+        e.results = crate::results(&e, &Metric::Tps).cells;
+        let html = report(&e);
+        for want in [
+            "<th>q-value</th>",
+            "<th>TOST q (±2.0%)</th>",
+            "<th>compared on</th>",
+            "<td>replicate</td>",
+            "<td>page size</td>",
+            "<td>equivalent</td>",
+            "<td>faster</td>",
+            "band of ±2.0% of the baseline mean",
+            "Benjamini-Hochberg",
+        ] {
+            assert!(html.contains(want), "report lacks {want:?}");
+        }
+    }
 }

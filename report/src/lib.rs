@@ -6,19 +6,20 @@
 //! the dashboard only render what it returns ([`render`], [`plot`], [`html`]), so a table, a
 //! chart and a report always agree. Nothing here reads a catalog or talks to the network.
 
-use std::collections::BTreeSet;
-
 use blocklab_proto::v1::*;
 
 use crate::stats::{Metric, StatsError};
 
 pub mod analysis;
+pub mod calibration;
 pub mod format;
 pub mod held;
 pub mod html;
 pub mod plot;
 pub mod render;
 pub mod stats;
+
+pub use analysis::workload_metrics;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -51,48 +52,50 @@ pub fn resolve(name: &str, export: &JobExport) -> Result<Metric, ReportError> {
 
 /// Every workload metric of a job with its per-cell statistics against the baseline.
 pub fn metric_results(export: &JobExport) -> Vec<MetricResults> {
-    per_metric(export, |m| analysis::cell_results(export, m))
+    results(export, &Metric::Tps).by_metric
 }
 
-/// For each workload metric of `export`, the cells `cells_of` gives for it.
-pub fn per_metric(
-    export: &JobExport,
-    cells_of: impl Fn(&Metric) -> Vec<CellResult>,
-) -> Vec<MetricResults> {
-    workload_metrics(export)
-        .into_iter()
-        .map(|(name, unit, higher_is_better)| {
-            let m = Metric::Workload {
-                name: name.clone(),
-                unit: unit.clone(),
-                higher_is_better,
-            };
-            MetricResults {
-                cells: cells_of(&m),
+/// A job's (or a comparison's) statistics: the cells of one metric, and each workload metric
+/// with its cells. All come from one analysis, so they share the q-values' family.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Results {
+    pub cells: Vec<CellResult>,
+    pub by_metric: Vec<MetricResults>,
+}
+
+fn split(all: Vec<(Metric, Vec<CellResult>)>, metric: &Metric, of: &JobExport) -> Results {
+    let known = workload_metrics(of);
+    let mut out = Results::default();
+    for (m, cells) in all {
+        if m.name() == metric.name() {
+            out.cells = cells.clone();
+        }
+        if let Metric::Workload {
+            name,
+            unit,
+            higher_is_better,
+        } = m
+            && known.iter().any(|(n, _, _)| *n == name)
+        {
+            out.by_metric.push(MetricResults {
                 name,
                 unit,
                 higher_is_better,
-            }
-        })
-        .collect()
-}
-
-/// The workload metrics a job's runs have, as (name, unit, higher is better), in the order
-/// the runs list them.
-pub fn workload_metrics(export: &JobExport) -> Vec<(String, String, bool)> {
-    let mut out: Vec<(String, String, bool)> = Vec::new();
-    let mut seen = BTreeSet::new();
-    for m in export
-        .runs
-        .iter()
-        .filter_map(|r| r.result.as_ref())
-        .flat_map(|r| &r.extra)
-    {
-        if seen.insert(m.name.clone()) {
-            out.push((m.name.clone(), m.unit.clone(), m.higher_is_better));
+                cells,
+            });
         }
     }
     out
+}
+
+/// A job's cells of `metric` and every workload metric's cells, each against its baseline.
+pub fn results(export: &JobExport, metric: &Metric) -> Results {
+    split(analysis::job_results(export, Some(metric)), metric, export)
+}
+
+/// Each cell of job B against A's like cell, for `metric` and every workload metric of B.
+pub fn compare_results(a: &JobExport, b: &JobExport, metric: &Metric) -> Results {
+    split(analysis::compare_results(a, b, Some(metric)), metric, b)
 }
 
 /// The metric a job's results show when none is asked for: its workload kind's headline

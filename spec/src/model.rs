@@ -96,8 +96,13 @@ pub struct Workload {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Layout {
     pub separate_wal: bool,
+    /// Drop the OS page cache after the data load, just before the warm-up.
     pub drop_os_cache: bool,
     pub checkpoint_before: bool,
+    /// Restart the server after the data load so the window starts with empty shared
+    /// buffers (plans stored before this option read as false).
+    #[serde(default)]
+    pub cold: bool,
 }
 
 /// Adaptive repetitions: rounds are added (each one run of every cell) until every cell's

@@ -255,6 +255,8 @@ pub(super) struct RawLayout {
     pub drop_os_cache: bool,
     #[serde(default)]
     pub checkpoint_before: Option<bool>,
+    #[serde(default)]
+    pub cold: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -240,6 +240,7 @@ builtin = "tpcb-like"
 duration = "20s"
 [layout]
 separate_wal = true
+cold = true
 "#;
 
 #[test]
@@ -311,7 +312,8 @@ fn every_axis_multiplies_cells() {
         .find(|c| c.workload_variant == "rw")
         .expect("rw");
     assert_eq!(s.cell_workload(rw).duration, Duration::from_secs(20));
-    assert!(s.layout.separate_wal && s.layout.checkpoint_before);
+    assert!(s.layout.separate_wal && s.layout.checkpoint_before && s.layout.cold);
+    assert!(!s.layout.drop_os_cache);
     let label = plan.cells[0].label_in(&s);
     assert!(
         label.contains("src=")

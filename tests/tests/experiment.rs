@@ -60,7 +60,7 @@ duration = "2s"
                 "{c:?}"
             );
             assert!(
-                ["faster", "slower", "no significant difference"].contains(&c.verdict.as_str()),
+                ["faster", "slower", "equivalent", "inconclusive"].contains(&c.verdict.as_str()),
                 "{c:?}"
             );
         }

@@ -152,3 +152,81 @@ duration = "2s"
     );
     lab.shutdown().await;
 }
+
+/// Adaptive repetitions: rounds are added while a cell's 95% CI is wider than the target, up
+/// to the maximum; a target met by the minimum rounds adds none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn adaptive_repetitions_add_rounds_until_the_target_or_the_maximum() {
+    let lab = Lab::start().await;
+    let mut client = lab.client().await;
+    let spec = |target: &str| {
+        format!(
+            r#"
+name = "adaptive"
+repetitions = {{ min = 2, max = 4, target_ci_pct = {target} }}
+order = "randomized-block"
+seed = 5
+[source]
+tarball = "{}"
+configure = ["--without-icu"]
+[matrix]
+block_size_kb = [8]
+clients = [1]
+[workload]
+builtin = "select-only"
+scale = 1
+duration = "1s"
+"#,
+            pg_tarball().display()
+        )
+    };
+    let db = || async {
+        sqlx::SqlitePool::connect(&format!(
+            "sqlite://{}?mode=ro",
+            lab.catalog_path().display()
+        ))
+        .await
+        .expect("catalog")
+    };
+    // Unreachable: 4 rounds, then "max repetitions reached".
+    let (job, state) = run_job(&mut client, &spec("0.0001"), Duration::from_secs(20 * 60)).await;
+    assert_eq!(state, "done", "job {job}");
+    let pool = db().await;
+    let reps: Vec<(i64, i64, String)> = sqlx::query_as(
+        "SELECT repetition, sequence, state FROM runs WHERE job_id = ? ORDER BY sequence",
+    )
+    .bind(&job)
+    .fetch_all(&pool)
+    .await
+    .expect("runs");
+    assert_eq!(
+        reps,
+        (0..4)
+            .map(|i| (i, i, "done".to_string()))
+            .collect::<Vec<_>>()
+    );
+    let r = client
+        .query_results(QueryResultsRequest {
+            job_id: job.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("results")
+        .into_inner();
+    assert_eq!(r.cells[0].n, 4);
+    assert_eq!(
+        r.cells[0].target_status, "max repetitions reached",
+        "{:?}",
+        r.cells[0]
+    );
+    // Met by the first two rounds: none added.
+    let (job, state) = run_job(&mut client, &spec("1000"), Duration::from_secs(20 * 60)).await;
+    assert_eq!(state, "done", "job {job}");
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE job_id = ?")
+        .bind(&job)
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(n, 2);
+    lab.shutdown().await;
+}

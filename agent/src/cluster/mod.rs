@@ -14,12 +14,16 @@ use crate::conf::{DB_USER, PgSetting, parse_client_addresses, render_pg_hba, ren
 use crate::error::AgentError;
 use crate::process::{Cmd, RunAs, log_tail};
 
+mod restart;
 mod stop;
 #[cfg(test)]
 mod tests;
 mod types;
 
 use crate::users::chown_to;
+pub use restart::{
+    CacheDrop, ResetDone, ResetPlan, checkpoint_and_drop, postmaster_start_time, reset, restart,
+};
 pub use stop::{is_running, postmaster_pid, stop, stop_untracked};
 pub(crate) use types::pg_ctl;
 pub use types::{Cluster, ConnParams, ServerSetting};

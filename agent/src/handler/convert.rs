@@ -3,13 +3,14 @@
 //! strings, such as maintenance steps).
 
 use blocklab_proto::{
-    BuildInfo, BuildOptions, BuildResult, ConnInfo, EffectiveSetting, ProbeRow,
-    RunMaintenanceResult, RunMaintenanceTask, RunProbeTask, Setting, SourceSpec, WorkloadMetric,
+    BuildInfo, BuildOptions, BuildResult, ConnInfo, EffectiveSetting, ProbeRow, ResetCachesResult,
+    ResetCachesTask, RunMaintenanceResult, RunMaintenanceTask, RunProbeTask, Setting, SourceSpec,
+    WalStatsResult, WorkloadMetric,
 };
 
 use crate::build::BuildReport;
 use crate::cache::CachedBuild;
-use crate::cluster::{ConnParams, ServerSetting};
+use crate::cluster::{ConnParams, ResetDone, ResetPlan, ServerSetting};
 use crate::conf::PgSetting;
 use crate::error::AgentError;
 use crate::fsutil::rfc3339;
@@ -110,7 +111,27 @@ pub fn effective_settings(settings: Vec<ServerSetting>) -> Vec<EffectiveSetting>
 
 /// The task's scale and steps, checked; the step names parsed here, once.
 pub fn maint_plan(t: &RunMaintenanceTask) -> Result<MaintPlan, AgentError> {
-    maintenance::plan(t.scale, t.steps.iter().map(|s| s.parse::<Step>()))
+    let plan = maintenance::plan(t.scale, t.steps.iter().map(|s| s.parse::<Step>()))?;
+    Ok(match &t.reset_after_load {
+        Some(r) => plan.with_reset(reset_plan(r)),
+        None => plan,
+    })
+}
+
+pub fn reset_plan(t: &ResetCachesTask) -> ResetPlan {
+    ResetPlan {
+        restart_server: t.restart_server,
+        drop_os_cache: t.drop_os_cache,
+    }
+}
+
+pub fn reset_result(r: ResetDone) -> ResetCachesResult {
+    ResetCachesResult {
+        server_restarted: r.server_restarted,
+        os_cache_dropped: r.os_cache.dropped(),
+        os_cache_error: r.os_cache.reason().to_string(),
+        postmaster_start_time: r.postmaster_start_time,
+    }
 }
 
 pub fn maint_result(r: MaintReport) -> RunMaintenanceResult {
@@ -127,6 +148,24 @@ pub fn maint_result(r: MaintReport) -> RunMaintenanceResult {
             .collect(),
         notes: r.notes,
         os_cache_dropped: r.os_cache_dropped,
+        reset: r.reset.map(reset_result),
+    }
+}
+
+pub fn wal_stats_result(w: crate::waldump::WalRange) -> WalStatsResult {
+    match w {
+        crate::waldump::WalRange::Read(s) => WalStatsResult {
+            complete: true,
+            records: s.records,
+            record_bytes: s.record_bytes,
+            fpi_bytes: s.fpi_bytes,
+            reason: String::new(),
+        },
+        crate::waldump::WalRange::Unreadable(reason) => WalStatsResult {
+            complete: false,
+            reason,
+            ..WalStatsResult::default()
+        },
     }
 }
 
@@ -201,13 +240,19 @@ mod tests {
         let t = RunMaintenanceTask {
             scale: 2,
             steps: vec!["dump".into(), "restore".into()],
+            reset_after_load: Some(ResetCachesTask {
+                restart_server: true,
+                drop_os_cache: false,
+            }),
         };
         let p = maint_plan(&t).unwrap();
         assert_eq!(p.steps(), [Step::Dump, Step::Restore]);
         assert_eq!(p.scale(), 2);
+        assert!(p.reset().restart_server && !p.reset().drop_os_cache);
         let bad = RunMaintenanceTask {
             scale: 1,
             steps: vec!["reindex".into()],
+            reset_after_load: None,
         };
         assert!(
             maint_plan(&bad)
@@ -223,6 +268,7 @@ mod tests {
             }],
             notes: vec!["n".into()],
             os_cache_dropped: true,
+            reset: None,
         });
         assert_eq!(r.metrics[0].name, "maint.copy");
         assert!(!r.metrics[0].higher_is_better && r.os_cache_dropped);

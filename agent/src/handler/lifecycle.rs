@@ -143,14 +143,6 @@ impl AgentHandler {
         let data_dir = c.data_dir.display().to_string();
         self.lock().clusters.insert(run_id.to_string(), c);
         self.count_clusters();
-        let os_cache_dropped = if task.drop_os_cache {
-            progress
-                .stage(Stage::Starting, "dropping the OS page cache")
-                .await;
-            crate::fsutil::drop_os_cache().await
-        } else {
-            false
-        };
         Ok(PrepareServerResult {
             conninfo: Some(convert::conninfo(started.conninfo)),
             build_key: build.result.build_key.clone(),
@@ -162,7 +154,6 @@ impl AgentHandler {
             data_dir,
             wal_dir: wal_dir.map(|w| w.display().to_string()).unwrap_or_default(),
             postmaster_start_time: started.postmaster_start_time,
-            os_cache_dropped,
         })
     }
 

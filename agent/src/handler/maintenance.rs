@@ -47,17 +47,4 @@ impl AgentHandler {
         tracing::info!(run_id, dump = %task.path, seconds = r.seconds, bytes = r.bytes, "dump restored");
         Ok(convert::restore_result(r))
     }
-
-    /// Records the new postmaster pid of a cluster the maintenance task restarted; false
-    /// when the run no longer has that cluster (it was stopped meanwhile).
-    fn restarted(&self, c: &Cluster) -> bool {
-        let mut st = self.lock();
-        match st.clusters.get_mut(&c.run_id) {
-            Some(reg) if reg.data_dir == c.data_dir => {
-                reg.pid = c.pid;
-                true
-            }
-            _ => false,
-        }
-    }
 }

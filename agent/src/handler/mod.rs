@@ -1,5 +1,6 @@
 //! The agent's task handler (Fleet tasks): builds, prepares and stops clusters, remembers
-//! which clusters are running, and runs statistics, probe and maintenance tasks on them.
+//! which clusters are running, and runs statistics, cache reset, WAL statistics, probe and
+//! maintenance tasks on them.
 //! This is the only part of the agent that speaks the wire types: `convert` turns tasks
 //! into the domain modules' inputs and their results back into wire results.
 
@@ -11,6 +12,7 @@ mod convert;
 mod lifecycle;
 mod maintenance;
 mod ops;
+mod reset;
 mod state;
 
 pub use ops::ProbeReport;
@@ -60,6 +62,14 @@ impl TaskHandler for AgentHandler {
                     Err(e) => TaskFailure::at(Stage::LoadingData)(e).into_outcome(),
                 }
             }
+            Some(task::Kind::ResetCaches(r)) => match self.reset_caches(&task.run_id, &r).await {
+                Ok(r) => task_result::Outcome::ResetCaches(r),
+                Err(e) => TaskFailure::at(Stage::WarmingUp)(e).into_outcome(),
+            },
+            Some(task::Kind::WalStats(w)) => match self.wal_stats(&task.run_id, &w).await {
+                Ok(r) => task_result::Outcome::WalStats(r),
+                Err(e) => TaskFailure::at(Stage::Collecting)(e).into_outcome(),
+            },
             Some(other) => task_error(
                 Stage::Starting.as_str(),
                 format!("an agent does not run {} tasks", kind_name(&other)),
@@ -95,5 +105,7 @@ fn kind_name(k: &task::Kind) -> &'static str {
         task::Kind::WorkloadStep(_) => "workload_step",
         task::Kind::RunMaintenance(_) => "run_maintenance",
         task::Kind::RestoreDump(_) => "restore_dump",
+        task::Kind::ResetCaches(_) => "reset_caches",
+        task::Kind::WalStats(_) => "wal_stats",
     }
 }

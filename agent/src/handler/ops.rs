@@ -28,7 +28,7 @@ impl AgentHandler {
         task: &SnapshotStatsTask,
     ) -> Result<SnapshotStatsResult, AgentError> {
         let c = self.cluster_of(run_id)?;
-        let snap = crate::stats::snapshot(&c, task.checkpoint_first).await?;
+        let snap = crate::stats::snapshot(&c, task.checkpoint_first, task.settle_sessions).await?;
         let taken_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
         Ok(SnapshotStatsResult {
             stats_json: serde_json::Value::Object(snap.stats).to_string(),

@@ -125,6 +125,19 @@ impl AgentHandler {
             .ok_or_else(|| AgentError::UnknownRun(run_id.to_string()))
     }
 
+    /// Records the new postmaster pid of a cluster that was restarted; false when the run
+    /// no longer has that cluster (it was stopped meanwhile).
+    pub(super) fn restarted(&self, c: &Cluster) -> bool {
+        let mut st = self.lock();
+        match st.clusters.get_mut(&c.run_id) {
+            Some(reg) if reg.data_dir == c.data_dir => {
+                reg.pid = c.pid;
+                true
+            }
+            _ => false,
+        }
+    }
+
     pub(super) fn count_clusters(&self) {
         let n = self.lock().clusters.len();
         crate::metrics::CLUSTERS_RUNNING.set(n as u64);

@@ -5,6 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::cluster::{ResetDone, ResetPlan};
 use crate::error::AgentError;
 
 pub const MAINT_DB: &str = "blocklab_maint";
@@ -90,9 +91,20 @@ impl FromStr for Step {
 pub struct MaintPlan {
     scale: u32,
     steps: Vec<Step>,
+    reset: ResetPlan,
 }
 
 impl MaintPlan {
+    /// The cache reset after the table is loaded (layout `cold` / `drop_os_cache`).
+    pub fn with_reset(mut self, reset: ResetPlan) -> Self {
+        self.reset = reset;
+        self
+    }
+
+    pub fn reset(&self) -> ResetPlan {
+        self.reset
+    }
+
     pub fn scale(&self) -> u32 {
         self.scale
     }
@@ -138,7 +150,11 @@ pub fn plan(
     if out.is_empty() {
         out = Step::ALL.to_vec();
     }
-    Ok(MaintPlan { scale, steps: out })
+    Ok(MaintPlan {
+        scale,
+        steps: out,
+        reset: ResetPlan::default(),
+    })
 }
 
 /// One figure a maintenance task measured (lower is better for all of them).
@@ -156,6 +172,8 @@ pub struct MaintReport {
     pub notes: Vec<String>,
     /// Whether `count-cold` could drop the OS page cache.
     pub os_cache_dropped: bool,
+    /// What the reset after the load did (None: none asked for, or nothing was loaded).
+    pub reset: Option<ResetDone>,
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use super::plan::{
 };
 use super::sql::{self, connect, guarded, pg};
 use super::tools;
-use crate::cluster::{self, Cluster};
+use crate::cluster::{self, Cluster, ResetPlan};
 use crate::conf::DB_USER;
 use crate::error::AgentError;
 use crate::process::log_tail;
@@ -37,6 +37,7 @@ pub async fn run(
         on_restart,
         limit: plan.step_limit(),
         rows: plan.rows(),
+        reset: plan.reset(),
         c,
         client: None,
         loaded: false,
@@ -67,6 +68,8 @@ struct Maint<'a> {
     c: Cluster,
     limit: Duration,
     rows: u64,
+    /// The cache reset due once the table is loaded.
+    reset: ResetPlan,
     /// A session in the maintenance database, opened on first use.
     client: Option<tokio_postgres::Client>,
     /// Whether this task loaded the table.
@@ -81,6 +84,7 @@ impl Maint<'_> {
         if step != Step::Copy && !self.loaded {
             self.note(format!("{step}: the table was loaded untimed first"));
             self.load().await?;
+            self.reset_if_due().await?;
         }
         let secs = match step {
             Step::Copy => self.load().await?,
@@ -131,6 +135,31 @@ impl Maint<'_> {
             Step::Restore => self.restore().await?,
         };
         self.metric(&step.metric(), secs, "s");
+        self.reset_if_due().await
+    }
+
+    /// The reset after the load (once, untimed), before the next step.
+    async fn reset_if_due(&mut self) -> Result<(), AgentError> {
+        if !self.loaded || self.reset.is_noop() || self.result.reset.is_some() {
+            return Ok(());
+        }
+        self.client = None;
+        let plan = self.reset;
+        let done = cluster::reset(&mut self.c, plan, self.limit).await?;
+        if plan.restart_server && !(self.on_restart)(&self.c) {
+            tools::stop_immediately(&self.c).await;
+            return Err(AgentError::UnknownRun(self.c.run_id.clone()));
+        }
+        self.note(format!(
+            "caches reset after the load: server restarted {}, OS page cache dropped {}{}",
+            done.server_restarted,
+            done.os_cache.dropped(),
+            match done.os_cache.reason() {
+                "" => String::new(),
+                r => format!(" ({r})"),
+            }
+        ));
+        self.result.reset = Some(done);
         Ok(())
     }
 
@@ -234,7 +263,9 @@ impl Maint<'_> {
     /// OS page cache could be dropped.
     async fn restart(&mut self) -> Result<bool, AgentError> {
         self.client = None;
-        let dropped = tools::restart(&mut self.c, self.limit).await?;
+        let dropped = cluster::restart(&mut self.c, self.limit, true)
+            .await?
+            .dropped();
         if !(self.on_restart)(&self.c) {
             // The run was stopped meanwhile: do not leave a server behind.
             tools::stop_immediately(&self.c).await;

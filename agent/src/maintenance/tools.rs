@@ -1,5 +1,5 @@
-//! The maintenance steps that go outside SQL: the clean restart for the cold `count(*)`, and
-//! dump and restore with the build's own pg_dump and pg_restore.
+//! The maintenance steps that go outside SQL: the immediate stop of a server nobody tracks,
+//! and dump and restore with the build's own pg_dump and pg_restore.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -9,24 +9,6 @@ use crate::cluster::{self, Cluster};
 use crate::conf::DB_USER;
 use crate::error::AgentError;
 use crate::process::Cmd;
-
-/// Clean stop, OS page cache drop, start with the same directory, port and settings; `c`
-/// gets the new postmaster's pid. Whether the cache drop was permitted.
-pub async fn restart(c: &mut Cluster, limit: Duration) -> Result<bool, AgentError> {
-    let mut stop = cluster::pg_ctl(c)
-        .args(["-m", "fast", "-w", "-t"])
-        .arg(limit.as_secs().to_string())
-        .arg("stop");
-    stop.what = "pg_ctl stop".into();
-    stop.timeout = limit + Duration::from_secs(30);
-    stop.run_logged(&pg_ctl_log(c)).await?;
-    let dropped = crate::fsutil::drop_os_cache().await;
-    cluster::start(c).await?;
-    c.pid = cluster::postmaster_pid(&c.data_dir).ok_or_else(|| {
-        AgentError::Other("postgres started but postmaster.pid names no live postmaster".into())
-    })?;
-    Ok(dropped)
-}
 
 /// Immediate stop of a server nobody tracks any more (errors ignored).
 pub async fn stop_immediately(c: &Cluster) {

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use blocklab_proto::v1::{GetJobResponse, RunDetail};
+use blocklab_proto::v1::{GetJobResponse, RunChoices, RunDetail};
 pub use blocklab_report::format::RUN_KEY_COLUMNS;
 use blocklab_report::format::size;
 
@@ -76,6 +76,36 @@ pub fn render_job(job: &GetJobResponse) -> String {
     out
 }
 
+/// What the run's layout choices did: the cache reset after the load, the CHECKPOINT
+/// before the window, when the window's statistics were taken, where the FPI bytes came from.
+fn render_choices(c: &RunChoices) -> String {
+    let yes_no = |b: Option<bool>| match b {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "unknown",
+    };
+    let mut out = format!(
+        "caches after the load: server restarted {}, OS page cache dropped {}; checkpoint before the window {}\n",
+        yes_no(c.server_restarted),
+        yes_no(c.os_cache_dropped),
+        yes_no(c.checkpoint_before)
+    );
+    if !c.stats_start_at.is_empty() {
+        let _ = writeln!(
+            out,
+            "window statistics taken at {} and {}",
+            c.stats_start_at, c.stats_end_at
+        );
+    }
+    if !c.fpi_source.is_empty() {
+        let _ = writeln!(out, "full-page-image bytes from {}", c.fpi_source);
+    }
+    if !c.wal_dir.is_empty() {
+        let _ = writeln!(out, "WAL directory {}", c.wal_dir);
+    }
+    out
+}
+
 /// `blocklab job ID --run N`: one run with its proof, statistics and settings.
 pub fn render_run_detail(d: &RunDetail) -> String {
     let mut out = String::new();
@@ -109,6 +139,9 @@ pub fn render_run_detail(d: &RunDetail) -> String {
         }
     }
     let _ = writeln!(out, "started {} finished {}", d.started_at, d.finished_at);
+    if let Some(c) = &d.choices {
+        out.push_str(&render_choices(c));
+    }
     if !d.suspect.is_empty() {
         let _ = writeln!(out, "suspect: {}", d.suspect.join("; "));
     }

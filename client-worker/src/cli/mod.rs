@@ -3,18 +3,16 @@
 //! (`tpcc`, `as3ap`, in `kinds/`).
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use blocklab_daemon::config::{ConfigError, parse_with_config};
-use blocklab_worker::engine::plan::split_weight;
 use blocklab_worker::init::{InitOptions, PartitionMethod};
-use blocklab_worker::{Builtin, LoadOptions, Protocol, ScriptSpec, WorkerConfig, WorkerError};
+use blocklab_worker::{WorkerConfig, WorkerError};
 use clap::{Args, Parser, Subcommand};
 
+mod bench;
+mod connect;
 mod kinds;
 mod seed;
-
-use seed::parse_seed;
 
 #[derive(Parser, Debug)]
 #[command(name = "blocklab-worker", version, about = "blocklab load generator")]
@@ -28,9 +26,11 @@ enum Command {
     /// Attach to the coordinator and run the tasks it assigns.
     Serve(ServeArgs),
     /// Create and load the pgbench tables (like `pgbench -i`).
+    #[command(disable_help_flag = true)]
     Init(InitArgs),
-    /// Run a built-in pgbench script and print a pgbench-like summary.
-    Bench(BenchArgs),
+    /// Run pgbench scripts (built-in or files) like pgbench and print its summary.
+    #[command(disable_help_flag = true)]
+    Bench(Box<bench::BenchArgs>),
     /// TPC-C-like workload by hand: init, run, check.
     #[command(subcommand)]
     Tpcc(kinds::TpccCommand),
@@ -88,77 +88,14 @@ struct InitArgs {
     partition_method: Option<String>,
     #[arg(long = "unlogged-tables")]
     unlogged_tables: bool,
-    /// Quiet logging (accepted for pgbench compatibility).
+    /// Quiet logging: a progress line every 5 seconds instead of every 100000 rows.
     #[arg(short = 'q', long)]
     quiet: bool,
-    /// libpq-style connection string, e.g. "host=127.0.0.1 port=5432 user=u dbname=d"
-    conninfo: String,
-}
-
-#[derive(Args, Debug)]
-struct BenchArgs {
-    #[arg(short = 'c', long = "client", default_value_t = 1)]
-    clients: u32,
-    #[arg(short = 'j', long = "jobs", default_value_t = 1)]
-    threads: u32,
-    /// Duration in seconds.
-    #[arg(short = 'T', long = "time", conflicts_with = "transactions")]
-    seconds: Option<u64>,
-    /// Transactions per client.
-    #[arg(short = 't', long = "transactions")]
-    transactions: Option<u64>,
-    /// Seconds run before the measured window, not counted.
-    #[arg(long, default_value_t = 0)]
-    warmup: u64,
-    #[arg(short = 'M', long = "protocol", default_value = "simple")]
-    protocol: String,
-    /// Built-in script NAME[@WEIGHT] (repeatable).
-    #[arg(short = 'b', long = "builtin")]
-    builtin: Vec<String>,
-    /// Script file FILENAME[@WEIGHT] (repeatable).
-    #[arg(short = 'f', long = "file")]
-    file: Vec<String>,
-    /// select-only (same as -b select-only)
-    #[arg(short = 'S', long = "select-only")]
-    select_only: bool,
-    /// simple-update (same as -b simple-update)
-    #[arg(short = 'N', long = "skip-some-updates")]
-    simple_update: bool,
-    /// Variable NAME=VALUE for the scripts (repeatable).
-    #[arg(short = 'D', long = "define")]
-    define: Vec<String>,
-    /// Establish a new connection for each transaction.
-    #[arg(short = 'C', long = "connect")]
-    connect: bool,
-    /// Target rate in transactions per second.
-    #[arg(short = 'R', long = "rate")]
-    rate: Option<f64>,
-    /// Count transactions slower than this many ms as late (skip them with -R).
-    #[arg(short = 'L', long = "latency-limit")]
-    latency_limit: Option<f64>,
-    /// Progress report every N seconds.
-    #[arg(short = 'P', long = "progress")]
-    progress: Option<u64>,
-    /// Per-statement latencies.
-    #[arg(short = 'r', long = "report-per-command")]
-    per_command: bool,
-    /// Tries for serialization/deadlock failures (0 = unlimited within -T/-L).
-    #[arg(long = "max-tries", default_value_t = 1)]
-    max_tries: u32,
-    /// Random seed: an unsigned integer, "time" or "rand".
-    #[arg(long = "random-seed")]
-    random_seed: Option<String>,
-    /// Scale; 0 reads it from pgbench_branches.
-    #[arg(short = 's', long, default_value_t = 0)]
-    scale: u32,
-    /// Do not vacuum before the run.
-    #[arg(short = 'n', long = "no-vacuum")]
-    no_vacuum: bool,
-    /// Print the report as JSON.
-    #[arg(long)]
-    json: bool,
-    /// libpq-style connection string, e.g. "host=127.0.0.1 port=5432 user=u dbname=d"
-    conninfo: String,
+    #[command(flatten)]
+    conn: connect::ConnArgs,
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
 }
 
 pub fn main() -> ExitCode {
@@ -200,7 +137,7 @@ pub fn main() -> ExitCode {
         match cli.command {
             Command::Serve(a) => serve(a).await,
             Command::Init(a) => init(a).await,
-            Command::Bench(a) => bench(a).await,
+            Command::Bench(a) => bench::bench(*a).await,
             Command::Tpcc(c) => kinds::tpcc_main(c).await,
             Command::As3ap(c) => kinds::as3ap_main(c).await,
         }
@@ -271,8 +208,12 @@ async fn init(a: InitArgs) -> ExitCode {
         partition_method: method,
         unlogged: a.unlogged_tables,
     };
+    let conninfo = match a.conn.conninfo(&|k| std::env::var(k).ok()) {
+        Ok(c) => c,
+        Err(e) => return fail(1, &WorkerError::Conninfo(e)),
+    };
     let _ = a.quiet;
-    match blocklab_worker::init::init_with(&a.conninfo, &opts).await {
+    match blocklab_worker::init::init_with(&conninfo, &opts).await {
         Ok(r) => {
             println!(
                 "done in {:.2} s ({} accounts rows).",
@@ -282,104 +223,6 @@ async fn init(a: InitArgs) -> ExitCode {
         }
         Err(e) => fail(1, &e),
     }
-}
-
-fn bench_options(a: &BenchArgs) -> Result<LoadOptions, String> {
-    let mut specs = Vec::new();
-    for b in &a.builtin {
-        let (name, w) = split_weight(b)?;
-        specs.push(ScriptSpec::builtin(name.parse::<Builtin>()?, w));
-    }
-    if a.select_only {
-        specs.push(ScriptSpec::builtin(Builtin::SelectOnly, 1));
-    }
-    if a.simple_update {
-        specs.push(ScriptSpec::builtin(Builtin::SimpleUpdate, 1));
-    }
-    for f in &a.file {
-        let (name, w) = split_weight(f)?;
-        let text = std::fs::read_to_string(name)
-            .map_err(|e| format!("could not read file \"{name}\": {e}"))?;
-        specs.push(ScriptSpec::file(name, text, w));
-    }
-    let mut opts = LoadOptions::new(
-        a.conninfo.clone(),
-        Duration::from_secs(a.seconds.unwrap_or(10)),
-    );
-    opts.script_specs = specs;
-    opts.protocol = a.protocol.parse::<Protocol>()?;
-    opts.clients = a.clients;
-    opts.threads = a.threads;
-    opts.warmup = Duration::from_secs(a.warmup);
-    opts.scale = a.scale;
-    opts.transactions_per_client = a.transactions.unwrap_or(0);
-    if a.seconds.is_none() && a.transactions.is_none() {
-        opts.transactions_per_client = 10;
-    }
-    opts.rate = a.rate.unwrap_or(0.0);
-    opts.latency_limit = a.latency_limit.map(|ms| Duration::from_secs_f64(ms / 1e3));
-    opts.max_tries = a.max_tries;
-    opts.random_seed = a
-        .random_seed
-        .as_deref()
-        .map(parse_seed)
-        .transpose()?
-        .flatten();
-    opts.reconnect = a.connect;
-    opts.per_statement = a.per_command;
-    opts.progress_interval = a.progress.filter(|&p| p > 0).map(Duration::from_secs);
-    opts.allow_shell = true;
-    for d in &a.define {
-        let (k, v) = d
-            .split_once('=')
-            .ok_or_else(|| format!("invalid variable definition: \"{d}\""))?;
-        opts.variables.push((k.to_string(), v.to_string()));
-    }
-    if a.max_tries == 0 && a.seconds.is_none() && a.latency_limit.is_none() {
-        return Err("an unlimited number of transaction tries can only be used with --latency-limit or a duration (-T)".into());
-    }
-    opts.validate().map_err(|e| e.to_string())?;
-    Ok(opts)
-}
-
-async fn bench(a: BenchArgs) -> ExitCode {
-    let opts = match bench_options(&a) {
-        Ok(o) => o,
-        Err(e) => return fail(1, &WorkerError::InvalidArgument(e)),
-    };
-    if !a.no_vacuum {
-        eprint!("starting vacuum...");
-        if let Err(e) = blocklab_worker::init::prerun_vacuum(&a.conninfo).await {
-            eprintln!();
-            return fail(1, &e);
-        }
-        eprintln!("end.");
-    }
-    let report = match blocklab_worker::run_load(&opts).await {
-        Ok(r) => r,
-        Err(e) => return fail(1, &e),
-    };
-    if a.json {
-        match serde_json::to_string_pretty(&report) {
-            Ok(j) => println!("{j}"),
-            Err(e) => return fail(2, &WorkerError::Run(e.to_string())),
-        }
-    } else {
-        print!("{}", report.summary());
-    }
-    if report.failures > 0 || report.aborted_clients > 0 {
-        if let Some(err) = &report.first_error {
-            eprintln!(
-                "blocklab-worker: {} transactions failed, {} clients aborted; first error: {err}",
-                report.failures, report.aborted_clients
-            );
-        }
-        if report.aborted_clients > 0 {
-            eprintln!("blocklab-worker: error: Run was aborted; the above results are incomplete.");
-        }
-        return ExitCode::from(2);
-    }
-    ExitCode::SUCCESS
 }
 
 #[cfg(test)]

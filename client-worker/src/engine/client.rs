@@ -88,30 +88,46 @@ pub struct Session {
 }
 
 impl Session {
+    /// Connects and, under the prepared protocol, prepares every script's statements.
     pub async fn open(plan: &Plan) -> Result<Session, WorkerError> {
+        let mut s = Session::connect(plan).await?;
+        s.prepare(plan).await;
+        Ok(s)
+    }
+
+    /// Connects only (the connection time `-C` counts apart from the latency).
+    pub async fn connect(plan: &Plan) -> Result<Session, WorkerError> {
         let (client, conn_task) = plan.target.connect().await?;
-        let mut prepared = Vec::new();
-        if plan.protocol == Protocol::Prepared {
-            for s in &plan.scripts.scripts {
-                let mut per = Vec::with_capacity(s.script.steps.len());
-                for step in &s.script.steps {
-                    per.push(match &step.command {
-                        Command::Sql(cmd) => {
-                            Some(client.prepare(&cmd.param_sql).await.map_err(|e| {
-                                WorkerError::sql(format!("preparing \"{}\"", cmd.first_line), &e)
-                            })?)
-                        }
-                        _ => None,
-                    });
-                }
-                prepared.push(per);
-            }
-        }
         Ok(Session {
             client,
             conn_task,
-            prepared,
+            prepared: Vec::new(),
         })
+    }
+
+    /// Prepares the scripts' SQL commands (prepared protocol only). A statement that
+    /// does not prepare is left out: running it prepares it again and fails with the
+    /// server's error, as pgbench's PQsendQueryPrepared does.
+    pub async fn prepare(&mut self, plan: &Plan) {
+        if plan.protocol != Protocol::Prepared || !self.prepared.is_empty() {
+            return;
+        }
+        for s in &plan.scripts.scripts {
+            let mut per = Vec::with_capacity(s.script.steps.len());
+            for step in &s.script.steps {
+                per.push(match &step.command {
+                    Command::Sql(cmd) => match self.client.prepare(&cmd.param_sql).await {
+                        Ok(st) => Some(st),
+                        Err(e) => {
+                            tracing::debug!(statement = %cmd.first_line, error = %crate::error::describe(&e), "prepare failed");
+                            None
+                        }
+                    },
+                    _ => None,
+                });
+            }
+            self.prepared.push(per);
+        }
     }
 
     pub fn is_broken(&self) -> bool {
@@ -171,12 +187,18 @@ impl Session {
                     let msgs = self.client.simple_query(&text).await?;
                     Ok(Some(simple_rows(&msgs)))
                 }
-                Protocol::Prepared if !want => {
-                    let stmt = stmt.expect("prepared at connect");
-                    self.client.execute_raw(stmt, params()).await.map(|_| None)
-                }
                 Protocol::Prepared => {
-                    let stmt = stmt.expect("prepared at connect");
+                    let unprepared;
+                    let stmt = match stmt {
+                        Some(s) => s,
+                        None => {
+                            unprepared = self.client.prepare(&cmd.param_sql).await?;
+                            &unprepared
+                        }
+                    };
+                    if !want {
+                        return self.client.execute_raw(stmt, params()).await.map(|_| None);
+                    }
                     let rows: Vec<_> = self
                         .client
                         .query_raw(stmt, params())

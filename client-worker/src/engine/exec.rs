@@ -19,6 +19,8 @@ pub struct StepStat {
     pub sum_us: f64,
     pub count: u64,
     pub failures: u64,
+    /// Retries that started after an error in this command.
+    pub retries: u64,
 }
 
 /// Everything a client keeps between transactions.
@@ -27,13 +29,21 @@ pub struct ClientState {
     pub vars: Variables,
     /// Random functions of the scripts.
     pub rng: PgPrng,
-    /// Script choice and rate-limit schedule.
-    pub choose_rng: PgPrng,
-    pub throttle_rng: PgPrng,
+    /// Transactions so far, skipped and failed ones included (pgbench's `cnt`).
+    pub cnt: u64,
     /// Per script, per step (only with `-r`).
     pub steps: Vec<Vec<StepStat>>,
     /// `debug()` output goes here instead of stderr when set (tests).
     pub debug_out: Option<Vec<String>>,
+}
+
+/// Why a transaction failed (after its last try).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureKind {
+    Serialization,
+    Deadlock,
+    /// Any other SQL error, counted only with `continue_on_error`.
+    Other,
 }
 
 /// Why a transaction did not complete.
@@ -50,11 +60,44 @@ pub enum TxnError {
 }
 
 impl TxnError {
+    /// The kind of failure an SQL error is (None for a script error).
+    pub fn failure_kind(&self) -> Option<FailureKind> {
+        use tokio_postgres::error::SqlState;
+        match self {
+            TxnError::Sql { error, .. } => Some(match error.code() {
+                Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE => FailureKind::Serialization,
+                Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED => FailureKind::Deadlock,
+                _ => FailureKind::Other,
+            }),
+            TxnError::Abort { .. } => None,
+        }
+    }
+
+    pub fn step(&self) -> usize {
+        match self {
+            TxnError::Sql { step, .. } | TxnError::Abort { step, .. } => *step,
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             TxnError::Sql { error, .. } => crate::error::describe(error),
             TxnError::Abort { message, .. } => message.clone(),
         }
+    }
+}
+
+/// Sleeps until `at` to within microseconds: the runtime's timer (1 ms ticks, rounded up)
+/// brings it to the last millisecond, then it yields to the thread's other clients until
+/// the time has come, as pgbench's wait with a microsecond timeout does.
+pub(crate) async fn sleep_until(at: Instant) {
+    if let Some(early) = at.checked_sub(Duration::from_millis(1))
+        && Instant::now() < early
+    {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(early)).await;
+    }
+    while Instant::now() < at {
+        tokio::task::yield_now().await;
     }
 }
 
@@ -74,12 +117,22 @@ impl ClientState {
             .map_err(|EvalError(message)| TxnError::Abort { step, message })
     }
 
-    fn record(&mut self, script: usize, step: usize, started: Option<Instant>, failed: bool) {
+    fn record(&mut self, script: usize, step: usize, started: Option<Instant>) {
         let Some(started) = started else { return };
         if let Some(s) = self.steps.get_mut(script).and_then(|v| v.get_mut(step)) {
             s.sum_us += started.elapsed().as_secs_f64() * 1e6;
             s.count += 1;
-            s.failures += u64::from(failed);
+        }
+    }
+
+    /// Counts a failed (`retry` false) or retried transaction on the command it failed in.
+    pub fn count_error(&mut self, script: usize, step: usize, retry: bool) {
+        if let Some(s) = self.steps.get_mut(script).and_then(|v| v.get_mut(step)) {
+            if retry {
+                s.retries += 1;
+            } else {
+                s.failures += 1;
+            }
         }
     }
 
@@ -115,7 +168,9 @@ impl ClientState {
                         p.push((pc, Box::pin(fut)));
                     } else {
                         let res = fut.await;
-                        self.record(si, pc, started, res.is_err());
+                        if res.is_ok() {
+                            self.record(si, pc, started);
+                        }
                         self.finish_sql(cmd.result_set.as_ref(), pc, res)?;
                     }
                     pc += 1;
@@ -123,6 +178,13 @@ impl ClientState {
                 }
                 Command::Set(id, e) => {
                     let v = self.eval(e, si, pc)?;
+                    // pgbench checks a name when it first creates the variable.
+                    if !self.vars.is_set(*id) {
+                        let name = self.vars.symbols().name(*id);
+                        if !blocklab_script::vars::valid_name(name) {
+                            return Err(abort(format!("set: invalid variable name: \"{name}\"")));
+                        }
+                    }
                     self.vars.set_value(*id, v);
                 }
                 Command::Sleep(arg) => {
@@ -142,12 +204,12 @@ impl ClientState {
                         }
                     };
                     if us > 0 {
-                        tokio::time::sleep(Duration::from_micros(us as u64)).await;
+                        sleep_until(Instant::now() + Duration::from_micros(us as u64)).await;
                     }
                 }
                 Command::If(e, next) => {
                     if !self.eval(e, si, pc)?.truth() {
-                        self.record(si, pc, started, false);
+                        self.record(si, pc, started);
                         pc = self.branch(steps, *next, si)?;
                         continue;
                     }
@@ -163,10 +225,16 @@ impl ClientState {
                     }
                     pipeline = Some(Vec::new());
                 }
-                Command::EndPipeline => {
-                    let Some(p) = pipeline.take() else {
+                Command::SyncPipeline | Command::EndPipeline => {
+                    let end = matches!(steps[pc].command, Command::EndPipeline);
+                    let Some(p) = (if end {
+                        pipeline.take()
+                    } else {
+                        pipeline.as_mut().map(std::mem::take)
+                    }) else {
                         return Err(abort("not in pipeline mode".into()));
                     };
+                    // The commands sent so far end at this sync.
                     let (idx, futs): (Vec<usize>, Vec<_>) = p.into_iter().unzip();
                     let results = futures::future::join_all(futs).await;
                     for (step, res) in idx.into_iter().zip(results) {
@@ -188,7 +256,7 @@ impl ClientState {
                         .map_err(abort)?;
                 }
             }
-            self.record(si, pc, started, false);
+            self.record(si, pc, started);
             pc += 1;
         }
         if pipeline.is_some() {

@@ -15,8 +15,10 @@ use crate::engine::control::{Go, LoadControl, Timeline, effective_seed};
 use crate::engine::exec::{ClientState, StepStat};
 use crate::engine::plan::{Live, Plan, ScriptSet};
 use crate::engine::report::{LoadOptions, LoadReport, Timings};
+use crate::engine::shared::ThreadRngs;
 use crate::engine::stats::ClientStats;
-use crate::engine::thread::{ThreadOutcome, run_thread};
+use crate::engine::thread::{ThreadOutcome, ThreadPart, run_thread};
+use crate::engine::txlog::LogFields;
 use crate::error::{WorkerError, describe};
 use blocklab_script::expr::Value;
 use blocklab_script::prng::PgPrng;
@@ -45,9 +47,15 @@ pub async fn run_load_observed(
     run_load_controlled(opts, progress, &ctl, None).await
 }
 
-fn client_states(plan: &Plan, opts: &LoadOptions) -> Vec<ClientState> {
-    // As pgbench: one draw of the base sequence per client seeds its generator, the next
-    // draw is default_seed. Clients of other workers take the draws before ours.
+/// The clients' states and the threads' random streams, drawn from the run's seed in
+/// pgbench's order: one draw per client of the run seeds its script functions, the next is
+/// `default_seed`, then three per thread (script choice, rate-limit schedule, log
+/// sampling). Clients and threads of other workers take the draws before ours.
+fn client_states(
+    plan: &Plan,
+    opts: &LoadOptions,
+    threads: u32,
+) -> (Vec<ClientState>, Vec<ThreadRngs>) {
     let mut base = PgPrng::seed(plan.random_seed);
     for _ in 0..plan.client_id_offset {
         base.next_u64();
@@ -55,10 +63,29 @@ fn client_states(plan: &Plan, opts: &LoadOptions) -> Vec<ClientState> {
     let rngs: Vec<PgPrng> = (0..plan.clients)
         .map(|_| PgPrng::seed(base.next_u64()))
         .collect();
+    let run_clients = if opts.run_clients == 0 {
+        opts.client_id_offset + opts.clients
+    } else {
+        opts.run_clients.max(opts.client_id_offset + opts.clients)
+    };
+    for _ in (opts.client_id_offset + opts.clients)..run_clients {
+        base.next_u64();
+    }
     let default_seed = base.next_u64() as i64;
+    for _ in 0..u64::from(opts.thread_id_offset) * 3 {
+        base.next_u64();
+    }
+    let thread_rngs = (0..threads)
+        .map(|_| ThreadRngs {
+            choose: PgPrng::seed(base.next_u64()),
+            throttle: PgPrng::seed(base.next_u64()),
+            sample: PgPrng::seed(base.next_u64()),
+        })
+        .collect();
     let sy = &plan.scripts.symbols;
     let id = |n: &str| sy.get(n).expect("automatic variables are interned");
-    rngs.into_iter()
+    let states = rngs
+        .into_iter()
         .enumerate()
         .map(|(i, rng)| {
             let mut vars = Variables::new(sy.clone());
@@ -66,7 +93,9 @@ fn client_states(plan: &Plan, opts: &LoadOptions) -> Vec<ClientState> {
             for (name, value) in &opts.variables {
                 let _ = vars.set_text_by_name(name, value.clone());
             }
-            vars.set_value(id("client_id"), Value::Int(client_id));
+            if !vars.is_set(id("client_id")) {
+                vars.set_value(id("client_id"), Value::Int(client_id));
+            }
             for (name, v) in [
                 ("scale", plan.scale),
                 ("random_seed", plan.random_seed as i64),
@@ -76,13 +105,11 @@ fn client_states(plan: &Plan, opts: &LoadOptions) -> Vec<ClientState> {
                     vars.set_value(id(name), Value::Int(v));
                 }
             }
-            let mut own = rng;
             ClientState {
                 id: client_id,
                 vars,
-                choose_rng: PgPrng::seed(own.next_u64() ^ 0x5eed_c405e),
-                throttle_rng: PgPrng::seed(own.next_u64() ^ 0x0074_077e),
                 rng,
+                cnt: 0,
                 steps: if plan.per_statement {
                     plan.scripts
                         .scripts
@@ -95,7 +122,8 @@ fn client_states(plan: &Plan, opts: &LoadOptions) -> Vec<ClientState> {
                 debug_out: None,
             }
         })
-        .collect()
+        .collect();
+    (states, thread_rngs)
 }
 
 /// Runs a load; with `go` (distributed runs) it reports "ready" once every client is
@@ -120,10 +148,13 @@ pub async fn run_load_controlled(
         }
     }
     let target = Target::parse(&opts.conninfo)?;
-    let scale = if opts.scale == 0 {
+    // As pgbench: only the built-in scripts read the scale from pgbench_branches; other
+    // scripts get the given one, else 1.
+    let builtin = opts.scripts().iter().any(|s| s.builtin);
+    let scale = if builtin && opts.scale == 0 {
         detect_scale(&target).await?
     } else {
-        opts.scale
+        opts.scale.max(1)
     };
     let threads = opts.threads.min(opts.clients).max(1);
     let random_seed = effective_seed(opts.random_seed);
@@ -135,9 +166,22 @@ pub async fn run_load_controlled(
         variables: opts.variables.clone(),
         allow_shell: opts.allow_shell,
         max_tries: opts.max_tries,
-        throttle_delay_us: (opts.rate > 0.0).then(|| 1e6 * f64::from(opts.clients) / opts.rate),
+        // pgbench: the rate is split evenly over the threads.
+        throttle_delay_us: (opts.rate > 0.0).then(|| 1e6 * f64::from(threads) / opts.rate),
         latency_limit_us: opts.latency_limit.map(|l| l.as_micros() as u64),
         reconnect: opts.reconnect,
+        continue_on_error: opts.continue_on_error,
+        verbose_errors: opts.verbose_errors,
+        exit_on_abort: opts.exit_on_abort,
+        abort_all: AtomicBool::new(false),
+        log: opts.log.clone(),
+        log_fields: LogFields {
+            throttled: opts.rate > 0.0,
+            latency_limit: opts.latency_limit.is_some(),
+            retries: opts.max_tries != 1,
+            failures_detailed: opts.failures_detailed,
+        },
+        progress_timestamp: opts.progress_timestamp,
         transactions_per_client: opts.transactions_per_client,
         per_statement: opts.per_statement,
         track_live: opts.progress_interval.is_some() || opts.report_live,
@@ -150,7 +194,8 @@ pub async fn run_load_controlled(
         target = %plan.target.display, scripts = plan.scripts.scripts.len(), protocol = opts.protocol.name(),
         clients = opts.clients, threads, scale, random_seed, "starting load"
     );
-    let mut states = client_states(&plan, opts).into_iter();
+    let (states, thread_rngs) = client_states(&plan, opts, threads);
+    let mut states = states.into_iter();
 
     let begin = Instant::now();
     let (go_tx, go_rx) = watch::channel(Go::Wait);
@@ -159,7 +204,11 @@ pub async fn run_load_controlled(
     for t in 0..threads {
         // pgbench's split: the first (clients % threads) threads get one client more.
         let n = opts.clients / threads + u32::from(t < opts.clients % threads);
-        let mine: Vec<ClientState> = states.by_ref().take(n as usize).collect();
+        let part = ThreadPart {
+            tid: opts.thread_id_offset + t,
+            clients: states.by_ref().take(n as usize).collect(),
+            rngs: thread_rngs[t as usize],
+        };
         let (done_tx, done_rx) = oneshot::channel();
         let (plan, go_rx, ready_tx, stop) = (
             plan.clone(),
@@ -170,7 +219,7 @@ pub async fn run_load_controlled(
         std::thread::Builder::new()
             .name(format!("load-{t}"))
             .spawn(move || {
-                let outcome = run_thread(&plan, mine, go_rx, ready_tx, stop);
+                let outcome = run_thread(&plan, part, go_rx, ready_tx, stop);
                 let _ = done_tx.send(outcome);
             })
             .map_err(|e| WorkerError::Run(format!("cannot start load thread: {e}")))?;
@@ -270,12 +319,21 @@ pub async fn run_load_controlled(
     let mut total = ClientStats::new(timeline.window_seconds);
     total.grow = !timed;
     let mut last_finish = window_start;
+    let mut log_error = None;
     for o in outcomes {
-        let ThreadOutcome { stats, finished } = o
+        let ThreadOutcome {
+            stats,
+            finished,
+            log_error: e,
+        } = o
             .await
             .map_err(|_| WorkerError::Run("a load thread panicked".into()))?;
         total.merge(&stats);
         last_finish = last_finish.max(finished);
+        log_error = log_error.or(e);
+    }
+    if let Some(e) = log_error {
+        return Err(WorkerError::Run(e));
     }
     if let Some(r) = reporter {
         r.abort();

@@ -1,7 +1,8 @@
 //! The pgbench load engine: scripts planned from `blocklab_script`'s parse ([`plan`]),
-//! sessions on tokio-postgres ([`client`], [`decode`]), one client's transactions
-//! ([`exec`], [`shell`]), client threads ([`thread`]) and the run ([`load`], [`control`]),
-//! measurements ([`stats`]), reports ([`report`], [`summary`], [`progress`], [`live`]),
+//! sessions on tokio-postgres ([`client`], [`decode`]), one transaction of a script
+//! ([`exec`], [`shell`]), one client's loop (`txloop`), client threads ([`thread`],
+//! [`shared`]) and the run ([`load`], [`control`]), measurements ([`stats`]), reports
+//! ([`report`], [`summary`], [`progress`], [`live`]), transaction logs ([`txlog`]),
 //! and the window and step terms of the other workload kinds ([`window`]).
 //! The TPC-C-like and AS3AP-like workloads use its control, statistics and live reporter.
 
@@ -14,8 +15,11 @@ pub mod load;
 pub mod plan;
 pub mod progress;
 pub mod report;
+pub mod shared;
 mod shell;
 pub mod stats;
 pub mod summary;
 pub mod thread;
+pub mod txlog;
+mod txloop;
 pub mod window;

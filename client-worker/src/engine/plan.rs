@@ -17,6 +17,9 @@ pub struct ScriptSpec {
     pub description: String,
     pub text: String,
     pub weight: u32,
+    /// One of pgbench's built-in scripts (their use makes the scale come from
+    /// pgbench_branches).
+    pub builtin: bool,
 }
 
 impl ScriptSpec {
@@ -26,6 +29,7 @@ impl ScriptSpec {
             description: b.description().into(),
             text: b.script_text().into(),
             weight,
+            builtin: true,
         }
     }
 
@@ -35,6 +39,7 @@ impl ScriptSpec {
             description: name.into(),
             text,
             weight,
+            builtin: false,
         }
     }
 }
@@ -74,6 +79,12 @@ impl ScriptSet {
         let mut scripts = Vec::with_capacity(specs.len());
         for s in specs {
             let script = parse_script(&s.name, &s.text, &mut symbols)?;
+            if script.steps.is_empty() {
+                return Err(plain(&format!(
+                    "empty command list for script \"{}\"",
+                    s.description
+                )));
+            }
             if protocol == Protocol::Simple
                 && script
                     .steps
@@ -166,10 +177,20 @@ pub struct Plan {
     pub variables: Vec<(String, String)>,
     pub allow_shell: bool,
     pub max_tries: u32,
-    /// Mean delay between a client's scheduled transaction starts (rate limit), µs.
+    /// Mean delay between a thread's scheduled transaction starts (the rate limit split
+    /// evenly over threads, as pgbench), µs.
     pub throttle_delay_us: Option<f64>,
     pub latency_limit_us: Option<u64>,
     pub reconnect: bool,
+    pub continue_on_error: bool,
+    pub verbose_errors: bool,
+    pub exit_on_abort: bool,
+    /// Set when a client aborted under `exit_on_abort`: every client stops.
+    pub abort_all: std::sync::atomic::AtomicBool,
+    pub log: Option<crate::engine::txlog::TxLogOptions>,
+    pub log_fields: crate::engine::txlog::LogFields,
+    /// `--progress-timestamp`
+    pub progress_timestamp: bool,
     pub transactions_per_client: u64,
     pub per_statement: bool,
     /// Whether clients update `live` (progress reports).

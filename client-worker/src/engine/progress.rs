@@ -17,9 +17,13 @@ pub fn line(plan: &Plan, at_s: f64, secs: f64, d: [u64; 6]) -> String {
         let var = (sumsq as f64 / n as f64 - avg * avg).max(0.0);
         (avg / 1e3, var.sqrt() / 1e3)
     };
-    let mut s = format!(
-        "progress: {at_s:.1} s, {tps:.1} tps, lat {avg:.3} ms stddev {sd:.3}, {failed} failed"
-    );
+    let at = if plan.progress_timestamp {
+        format!("{:.3}", crate::engine::txlog::epoch_us() as f64 / 1e6)
+    } else {
+        format!("{at_s:.1}")
+    };
+    let mut s =
+        format!("progress: {at} s, {tps:.1} tps, lat {avg:.3} ms stddev {sd:.3}, {failed} failed");
     if plan.throttle_delay_us.is_some() {
         let lag_ms = if n == 0 {
             0.0

@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::cpu::CpuTimes;
 use crate::engine::plan::{Plan, ScriptSpec};
 use crate::engine::stats::{self, ClientStats, Sample};
+use crate::engine::txlog::TxLogOptions;
 use crate::error::WorkerError;
 use blocklab_script::builtin::{Builtin, Protocol};
 
@@ -54,6 +55,25 @@ pub struct LoadOptions {
     pub allow_shell: bool,
     /// Report the live tps of the measured window to the coordinator every second.
     pub report_live: bool,
+    /// Go on after SQL errors other than serialization failures and deadlocks, counting
+    /// them as failed transactions (newer pgbench's `--continue-on-error`); otherwise the
+    /// client aborts, as in PostgreSQL 15's pgbench.
+    pub continue_on_error: bool,
+    /// `--failures-detailed`: failures by kind in the summary and the logs.
+    pub failures_detailed: bool,
+    /// `--verbose-errors`: every failed or retried try on stderr.
+    pub verbose_errors: bool,
+    /// `--exit-on-abort`: the first aborted client stops every client.
+    pub exit_on_abort: bool,
+    /// `-l`: per-thread transaction logs (standalone).
+    pub log: Option<TxLogOptions>,
+    /// `--progress-timestamp`: progress lines carry the Unix time.
+    pub progress_timestamp: bool,
+    /// Clients of the whole run over all workers, for the seeds derived after the
+    /// clients' ones (0: `client_id_offset + clients`).
+    pub run_clients: u32,
+    /// Global index of this worker's first thread (for the threads' seeds).
+    pub thread_id_offset: u32,
 }
 
 impl LoadOptions {
@@ -81,6 +101,14 @@ impl LoadOptions {
             progress_interval: None,
             allow_shell: false,
             report_live: false,
+            continue_on_error: false,
+            failures_detailed: false,
+            verbose_errors: false,
+            exit_on_abort: false,
+            log: None,
+            progress_timestamp: false,
+            run_clients: 0,
+            thread_id_offset: 0,
         }
     }
 
@@ -144,8 +172,8 @@ pub struct ScriptReport {
     pub transactions: u64,
     pub failures: u64,
     pub latency_avg_ms: f64,
-    /// Per command: (text, average latency ms, failures), with `-r`.
-    pub statements: Vec<(String, f64, u64)>,
+    /// Per command: (text, average latency ms, failures, retries), with `-r`.
+    pub statements: Vec<(String, f64, u64, u64)>,
     /// Per command: how many times it ran (with `-r`), to merge across workers.
     pub statement_counts: Vec<u64>,
 }
@@ -170,6 +198,21 @@ pub struct LoadReport {
     pub skipped: u64,
     pub late: u64,
     pub aborted_clients: u64,
+    pub serialization_failures: u64,
+    pub deadlock_failures: u64,
+    /// Other SQL errors (only with `continue_on_error`).
+    pub other_failures: u64,
+    pub failures_detailed: bool,
+    /// `-C`: a connection per transaction.
+    pub reconnect: bool,
+    /// `-P`/`-R`/`-L`: pgbench prints the measured latency average and stddev.
+    pub latency_measured: bool,
+    /// The "latency average" pgbench prints: the measured mean with `-R`, `-L` or `-P`,
+    /// else the run time times the clients over the transactions (failed and skipped
+    /// ones included), as PostgreSQL 15's pgbench computes it.
+    pub summary_latency_avg_ms: f64,
+    /// `-C`: connecting and disconnecting time per transaction (failed ones included).
+    pub connection_time_avg_ms: f64,
     pub rate: f64,
     pub latency_limit_ms: Option<f64>,
     pub schedule_lag_avg_ms: f64,
@@ -227,7 +270,7 @@ impl LoadReport {
                                 } else {
                                     x.sum_us / x.count as f64 / 1e3
                                 };
-                                (step.text.clone(), ms, x.failures)
+                                (step.text.clone(), ms, x.failures, x.retries)
                             })
                             .collect()
                     })
@@ -248,7 +291,18 @@ impl LoadReport {
                 }
             })
             .collect();
-        let lag_n = total.transactions + total.failures;
+        let lag_n = total.transactions;
+        let total_cnt = total.transactions + total.skipped + total.failures;
+        let latency_measured =
+            opts.rate > 0.0 || opts.latency_limit.is_some() || opts.progress_interval.is_some();
+        let summary_latency_avg_ms = if latency_measured {
+            avg
+        } else if total_cnt == 0 {
+            0.0
+        } else {
+            measured_s * 1e3 * f64::from(opts.clients) / total_cnt as f64
+        };
+        let per_txn = total.transactions + total.failures;
         LoadReport {
             transaction_type: if scripts.len() == 1 {
                 scripts[0].description.clone()
@@ -271,6 +325,18 @@ impl LoadReport {
             skipped: total.skipped,
             late: total.late,
             aborted_clients: total.aborted,
+            serialization_failures: total.serialization_failures,
+            deadlock_failures: total.deadlock_failures,
+            other_failures: total.other_failures,
+            failures_detailed: opts.failures_detailed,
+            reconnect: opts.reconnect,
+            latency_measured,
+            summary_latency_avg_ms,
+            connection_time_avg_ms: if per_txn == 0 {
+                0.0
+            } else {
+                total.conn_us / 1e3 / per_txn as f64
+            },
             rate: opts.rate,
             latency_limit_ms: opts.latency_limit.map(|l| l.as_secs_f64() * 1e3),
             schedule_lag_avg_ms: if lag_n == 0 {
@@ -279,12 +345,17 @@ impl LoadReport {
                 total.lag_sum_us / lag_n as f64 / 1e3
             },
             schedule_lag_max_ms: total.lag_max_us / 1e3,
-            tps_including_connections: stats::tps_including_connections(
-                total.transactions,
-                measured_s,
-                t.connection_total.as_secs_f64(),
-                opts.clients,
-            ),
+            // Under -C the window holds every connection already.
+            tps_including_connections: if opts.reconnect {
+                stats::tps_excluding_connections(total.transactions, measured_s)
+            } else {
+                stats::tps_including_connections(
+                    total.transactions,
+                    measured_s,
+                    t.connection_total.as_secs_f64(),
+                    opts.clients,
+                )
+            },
             tps_excluding_connections: stats::tps_excluding_connections(
                 total.transactions,
                 measured_s,

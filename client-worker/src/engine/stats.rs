@@ -6,6 +6,8 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use serde::Serialize;
 
+pub use crate::engine::exec::FailureKind;
+
 /// Transactions, latency and failures observed in one second of the measured window.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SecondAcc {
@@ -40,6 +42,12 @@ pub struct ClientStats {
     pub lag_max_us: f64,
     /// Clients that stopped on a script error.
     pub aborted: u64,
+    /// Failures by kind (they sum to `failures`).
+    pub serialization_failures: u64,
+    pub deadlock_failures: u64,
+    pub other_failures: u64,
+    /// Time spent connecting and disconnecting under `-C`, microseconds.
+    pub conn_us: f64,
     /// Per script: transactions, failures, latency sum (µs).
     pub per_script: Vec<(u64, u64, f64)>,
     /// Per script, per step (-r).
@@ -64,6 +72,10 @@ impl ClientStats {
             lag_sum_us: 0.0,
             lag_max_us: 0.0,
             aborted: 0,
+            serialization_failures: 0,
+            deadlock_failures: 0,
+            other_failures: 0,
+            conn_us: 0.0,
             per_script: Vec::new(),
             steps: Vec::new(),
         }
@@ -114,8 +126,28 @@ impl ClientStats {
         b.latency_sum_us += f;
     }
 
+    /// A failed transaction of the other workload kinds (no kind kept).
     pub fn record_failure(&mut self, second: usize, error: impl FnOnce() -> String) {
         self.failures += 1;
+        self.bucket(second).failures += 1;
+        if self.first_error.is_none() {
+            self.first_error = Some(error());
+        }
+    }
+
+    /// A failed transaction of `kind` ending in `second` of the window.
+    pub fn record_failure_of(
+        &mut self,
+        second: usize,
+        kind: FailureKind,
+        error: impl FnOnce() -> String,
+    ) {
+        self.failures += 1;
+        match kind {
+            FailureKind::Serialization => self.serialization_failures += 1,
+            FailureKind::Deadlock => self.deadlock_failures += 1,
+            FailureKind::Other => self.other_failures += 1,
+        }
         self.bucket(second).failures += 1;
         if self.first_error.is_none() {
             self.first_error = Some(error());
@@ -149,6 +181,10 @@ impl ClientStats {
         self.lag_sum_us += other.lag_sum_us;
         self.lag_max_us = self.lag_max_us.max(other.lag_max_us);
         self.aborted += other.aborted;
+        self.serialization_failures += other.serialization_failures;
+        self.deadlock_failures += other.deadlock_failures;
+        self.other_failures += other.other_failures;
+        self.conn_us += other.conn_us;
         if self.per_script.len() < other.per_script.len() {
             self.per_script.resize(other.per_script.len(), (0, 0, 0.0));
         }
@@ -168,6 +204,7 @@ impl ClientStats {
                 x.sum_us += y.sum_us;
                 x.count += y.count;
                 x.failures += y.failures;
+                x.retries += y.retries;
             }
         }
     }
@@ -304,11 +341,12 @@ mod tests {
         a.record(0, Duration::from_micros(100));
         a.record(5, Duration::from_micros(300)); // past the window: folded into the last second
         b.record(1, Duration::from_micros(200));
-        b.record_failure(1, || "boom".into());
-        b.record_failure(1, || "second".into());
+        b.record_failure_of(1, FailureKind::Other, || "boom".into());
+        b.record_failure_of(1, FailureKind::Deadlock, || "second".into());
         a.merge(&b);
         assert_eq!(a.transactions, 3);
         assert_eq!(a.failures, 2);
+        assert_eq!((a.deadlock_failures, a.other_failures), (1, 1));
         assert_eq!(a.first_error.as_deref(), Some("boom"));
         assert_eq!(a.histogram.len(), 3);
         let samples = a.samples();

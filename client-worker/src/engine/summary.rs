@@ -16,7 +16,7 @@ fn pct(n: u64, of: u64) -> f64 {
 impl LoadReport {
     pub fn summary(&self) -> String {
         let mut s = String::new();
-        let total = self.transactions + self.failures;
+        let total = self.transactions + self.failures + self.skipped;
         let w = &mut s;
         let _ = writeln!(w, "transaction type: {}", self.transaction_type);
         let _ = writeln!(w, "scaling factor: {}", self.scale);
@@ -50,6 +50,28 @@ impl LoadReport {
             self.failures,
             pct(self.failures, total)
         );
+        if self.failures_detailed {
+            let _ = writeln!(
+                w,
+                "number of serialization failures: {} ({:.3}%)",
+                self.serialization_failures,
+                pct(self.serialization_failures, total)
+            );
+            let _ = writeln!(
+                w,
+                "number of deadlock failures: {} ({:.3}%)",
+                self.deadlock_failures,
+                pct(self.deadlock_failures, total)
+            );
+            if self.other_failures > 0 {
+                let _ = writeln!(
+                    w,
+                    "number of other failures: {} ({:.3}%)",
+                    self.other_failures,
+                    pct(self.other_failures, total)
+                );
+            }
+        }
         if self.max_tries != 1 {
             let _ = writeln!(
                 w,
@@ -59,13 +81,16 @@ impl LoadReport {
             );
             let _ = writeln!(w, "total number of retries: {}", self.retries);
         }
+        // pgbench stops here when nothing ran.
+        if self.transactions + self.skipped == 0 {
+            return s;
+        }
         if self.rate > 0.0 && self.latency_limit_ms.is_some() {
-            let all = total + self.skipped;
             let _ = writeln!(
                 w,
                 "number of transactions skipped: {} ({:.3}%)",
                 self.skipped,
-                pct(self.skipped, all)
+                pct(self.skipped, total)
             );
         }
         if let Some(l) = self.latency_limit_ms {
@@ -73,13 +98,24 @@ impl LoadReport {
                 w,
                 "number of transactions above the {l:.1} ms latency limit: {}/{} ({:.3}%)",
                 self.late,
-                total,
-                pct(self.late, total)
+                self.transactions,
+                pct(self.late, self.transactions)
             );
         }
-        let _ = writeln!(w, "latency average = {:.3} ms", self.latency_avg_ms);
-        if self.rate > 0.0 || self.latency_limit_ms.is_some() {
+        if self.latency_measured {
+            let _ = writeln!(w, "latency average = {:.3} ms", self.latency_avg_ms);
             let _ = writeln!(w, "latency stddev = {:.3} ms", self.latency_stddev_ms);
+        } else {
+            let _ = writeln!(
+                w,
+                "latency average = {:.3} ms{}",
+                self.summary_latency_avg_ms,
+                if self.failures > 0 {
+                    " (including failures)"
+                } else {
+                    ""
+                }
+            );
         }
         if self.rate > 0.0 {
             let _ = writeln!(
@@ -88,16 +124,29 @@ impl LoadReport {
                 self.schedule_lag_avg_ms, self.schedule_lag_max_ms
             );
         }
-        let _ = writeln!(
-            w,
-            "initial connection time = {:.3} ms",
-            self.connection_time_ms
-        );
-        let _ = writeln!(
-            w,
-            "tps = {:.6} (without initial connection time)",
-            self.tps_excluding_connections
-        );
+        if self.reconnect {
+            let _ = writeln!(
+                w,
+                "average connection time = {:.3} ms",
+                self.connection_time_avg_ms
+            );
+            let _ = writeln!(
+                w,
+                "tps = {:.6} (including reconnection times)",
+                self.tps_excluding_connections
+            );
+        } else {
+            let _ = writeln!(
+                w,
+                "initial connection time = {:.3} ms",
+                self.connection_time_ms
+            );
+            let _ = writeln!(
+                w,
+                "tps = {:.6} (without initial connection time)",
+                self.tps_excluding_connections
+            );
+        }
         let multi = self.scripts.len() > 1;
         let weights: u64 = self.scripts.iter().map(|x| u64::from(x.weight)).sum();
         for (i, sc) in self.scripts.iter().enumerate() {
@@ -132,11 +181,20 @@ impl LoadReport {
             if !sc.statements.is_empty() {
                 let _ = writeln!(
                     w,
-                    "{}statement latencies in milliseconds and failures:",
-                    if multi { " - " } else { "" }
+                    "{}statement latencies in milliseconds{}:",
+                    if multi { " - " } else { "" },
+                    if self.max_tries == 1 {
+                        " and failures"
+                    } else {
+                        ", failures and retries"
+                    }
                 );
-                for (text, ms, fails) in &sc.statements {
-                    let _ = writeln!(w, "  {ms:>12.3}  {fails:>10}  {text}");
+                for (text, ms, fails, retries) in &sc.statements {
+                    if self.max_tries == 1 {
+                        let _ = writeln!(w, "   {ms:>11.3}  {fails:>10}  {text}");
+                    } else {
+                        let _ = writeln!(w, "   {ms:>11.3}  {fails:>10}  {retries:>10}  {text}");
+                    }
                 }
             }
         }

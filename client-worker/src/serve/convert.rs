@@ -125,6 +125,9 @@ pub fn load_options(task: &RunLoadTask) -> Result<LoadOptions, WorkerError> {
     o.reconnect = task.reconnect;
     o.per_statement = task.per_statement_latencies;
     o.report_live = true;
+    o.continue_on_error = task.continue_on_error;
+    o.run_clients = task.run_clients;
+    o.thread_id_offset = task.thread_id_offset;
     Ok(o)
 }
 

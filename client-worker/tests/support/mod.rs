@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use blocklab_proto::ConnInfo;
 
+pub mod compare;
+
 pub const SUPERUSER: &str = "bench";
 pub const PASSWORD: &str = "s3cret pw";
 
@@ -168,6 +170,19 @@ impl TestServer {
             .unwrap_or_else(|e| panic!("connect to {dbname}: {e:?}"));
         tokio::spawn(conn);
         client
+    }
+
+    /// Admits loopback TCP connections without a password from now on.
+    pub async fn trust_loopback(&self) {
+        let hba = self.dir.path().join("data/pg_hba.conf");
+        let old = std::fs::read_to_string(&hba).unwrap();
+        std::fs::write(&hba, format!("host all all 127.0.0.1/32 trust\n{old}")).unwrap();
+        self.client("postgres")
+            .await
+            .batch_execute("select pg_reload_conf()")
+            .await
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
     }
 
     pub async fn create_db(&self, name: &str) {

@@ -340,7 +340,7 @@ impl Catalog {
         .bind(run_id)
         .fetch_all(&self.reader)
         .await?;
-        let run = sqlx::query("SELECT suspect_json, db_host_id, server_version, started_at, finished_at FROM runs WHERE run_id = ?")
+        let run = sqlx::query("SELECT suspect_json, db_host_id, server_version, started_at, finished_at, os_cache_dropped, server_restarted, checkpoint_before, wal_dir, stats_start_at, stats_end_at, fpi_source FROM runs WHERE run_id = ?")
             .bind(run_id)
             .fetch_one(&self.reader)
             .await?;
@@ -348,6 +348,16 @@ impl Catalog {
             Ok(run.try_get::<Option<String>, _>(col)?.unwrap_or_default())
         };
         let suspect = text("suspect_json")?;
+        let flag = |col: &str| -> Result<Option<bool>, CatalogError> { Ok(run.try_get(col)?) };
+        let choices = StoredChoices {
+            os_cache_dropped: flag("os_cache_dropped")?,
+            server_restarted: flag("server_restarted")?,
+            checkpoint_before: flag("checkpoint_before")?,
+            wal_dir: text("wal_dir")?,
+            stats_start_at: text("stats_start_at")?,
+            stats_end_at: text("stats_end_at")?,
+            fpi_source: text("fpi_source")?,
+        };
         Ok(RunDetailRecord {
             stats,
             settings,
@@ -370,6 +380,7 @@ impl Catalog {
             started_at: text("started_at")?,
             finished_at: text("finished_at")?,
             metrics,
+            choices,
         })
     }
 

@@ -28,6 +28,7 @@ pub(super) const RUN_SELECT: &str =
   FROM runs r JOIN cells c ON c.job_id = r.job_id AND c.cell_index = r.cell_index
   LEFT JOIN results res ON res.run_id = r.run_id
   LEFT JOIN run_metrics m ON m.run_id = r.run_id AND m.position = 0
+    AND m.name = (SELECT j.headline_metric FROM jobs j WHERE j.job_id = r.job_id)
   WHERE r.job_id = ? ORDER BY r.sequence";
 
 fn u32_of(row: &SqliteRow, col: &str) -> Result<u32, CatalogError> {
@@ -153,7 +154,8 @@ pub struct RunRecord {
     pub build_key: Option<String>,
     pub build_reused: bool,
     pub tps: Option<f64>,
-    /// The run's headline workload metric (name, value, unit), for kinds other than pgbench.
+    /// The run's headline workload metric (name, value, unit), for kinds other than pgbench
+    /// (a pgbench run's metrics, WAL per transaction and the like, are not its headline).
     pub headline: Option<(String, f64, String)>,
 }
 
@@ -362,15 +364,57 @@ pub struct RunDetailRecord {
     pub finished_at: String,
     /// (name, value, unit, higher is better) of the workload metrics, in order.
     pub metrics: Vec<(String, f64, String, bool)>,
+    /// What the run's layout choices did (the fpi source as stored).
+    pub choices: StoredChoices,
+}
+
+/// A run's choices as the catalog holds them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StoredChoices {
+    pub os_cache_dropped: Option<bool>,
+    pub server_restarted: Option<bool>,
+    pub checkpoint_before: Option<bool>,
+    pub wal_dir: String,
+    pub stats_start_at: String,
+    pub stats_end_at: String,
+    pub fpi_source: String,
 }
 
 /// A run's cache-control choices as carried out (None = not known yet).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RunChoices {
     pub os_cache_dropped: Option<bool>,
+    /// Whether the server was restarted after the data load (layout `cold`).
+    pub server_restarted: Option<bool>,
     pub checkpoint_before: Option<bool>,
     pub wal_dir: Option<String>,
+    /// The postmaster start time the window's restart check compares against (after the
+    /// reset, when there was one).
     pub postmaster_start_time: Option<String>,
+    /// When the agent took the statistics at the window's start and end.
+    pub stats_start_at: Option<String>,
+    pub stats_end_at: Option<String>,
+    /// Where the window's full-page-image bytes came from.
+    pub fpi_source: Option<FpiSource>,
+}
+
+/// Where a run's `fpi_bytes_per_txn` came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FpiSource {
+    /// `pg_waldump --stats` over the window's LSN range: exact.
+    Waldump,
+    /// pg_stat_wal's `wal_fpi` delta x the block size (the window's WAL was already
+    /// recycled): an upper bound, since a page image leaves out the page's hole.
+    StatWal,
+}
+
+impl FpiSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FpiSource::Waldump => "pg_waldump",
+            FpiSource::StatWal => "pg_stat_wal",
+        }
+    }
 }
 
 /// A run's load figures beyond the pgbench columns, for `blocklab job ID --run N`.

@@ -5,7 +5,7 @@ use sqlx::{Sqlite, Transaction};
 
 use blocklab_spec::{JobState, Stage};
 
-use super::{Catalog, CatalogError, RunChoices, RunOutcome, ServerRecord, now};
+use super::{Catalog, CatalogError, FpiSource, RunChoices, RunOutcome, ServerRecord, now};
 
 impl Catalog {
     /// Starts a new attempt of a run on the given hosts; returns the attempt number.
@@ -103,13 +103,19 @@ impl Catalog {
         let mut tx = self.write().await?;
         sqlx::query(
             "UPDATE runs SET os_cache_dropped = coalesce(?, os_cache_dropped), checkpoint_before = coalesce(?, checkpoint_before),
-               wal_dir = coalesce(?, wal_dir), postmaster_start_time = coalesce(?, postmaster_start_time)
+               wal_dir = coalesce(?, wal_dir), postmaster_start_time = coalesce(?, postmaster_start_time),
+               server_restarted = coalesce(?, server_restarted), stats_start_at = coalesce(?, stats_start_at),
+               stats_end_at = coalesce(?, stats_end_at), fpi_source = coalesce(?, fpi_source)
              WHERE run_id = ? AND attempt = ? AND state = 'running'",
         )
         .bind(c.os_cache_dropped)
         .bind(c.checkpoint_before)
         .bind(c.wal_dir.as_deref())
         .bind(c.postmaster_start_time.as_deref())
+        .bind(c.server_restarted)
+        .bind(c.stats_start_at.as_deref())
+        .bind(c.stats_end_at.as_deref())
+        .bind(c.fpi_source.map(FpiSource::as_str))
         .bind(run_id)
         .bind(attempt)
         .execute(&mut *tx)

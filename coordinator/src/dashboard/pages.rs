@@ -98,6 +98,7 @@ pub fn job(export: &JobExport) -> String {
         .parse::<blocklab_spec::JobState>()
         .is_ok_and(|s| s.is_finished());
     head(&mut out, &format!("blocklab: {name}"), !finished);
+    out.push_str(&verdicts(export));
     // The report's body, without its own document head.
     let body = report
         .split_once("<body>")
@@ -105,6 +106,31 @@ pub fn job(export: &JobExport) -> String {
         .unwrap_or(&report);
     out.push_str(&results_first(body.trim_start_matches('\n')));
     out
+}
+
+/// One line over the job's page: how many cells came out faster, slower, equivalent and
+/// inconclusive against their baselines, and the band they were judged with.
+fn verdicts(export: &JobExport) -> String {
+    let cells = &export.results;
+    if cells.iter().all(|c| c.is_baseline) {
+        return String::new();
+    }
+    let count = |v: &str| cells.iter().filter(|c| c.verdict == v).count();
+    let band = cells
+        .iter()
+        .map(|c| c.equivalence_pct)
+        .find(|b| *b > 0.0)
+        .unwrap_or(blocklab_report::stats::DEFAULT_EQUIVALENCE_PCT);
+    format!(
+        "<p class=\"verdicts\"><b>{}</b>: {} faster, {} slower, {} equivalent, {} inconclusive \
+         against their baselines (equivalence band ±{band:.1}%; q-values: Benjamini-Hochberg \
+         across the job's comparisons)</p>\n",
+        esc(&export.metric),
+        count("faster"),
+        count("slower"),
+        count("equivalent"),
+        count("inconclusive"),
+    )
 }
 
 /// The report with its results and charts moved above the job summary: what one opens the
@@ -134,4 +160,43 @@ pub fn error(status: StatusCode, message: &str) -> String {
         esc(message)
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blocklab_proto::v1::CellResult;
+
+    #[test]
+    fn the_job_page_counts_the_verdicts_and_names_the_band() {
+        let cell = |verdict: &str, baseline: bool| CellResult {
+            verdict: verdict.into(),
+            is_baseline: baseline,
+            equivalence_pct: 3.0,
+            ..Default::default()
+        };
+        let export = JobExport {
+            metric: "tps".into(),
+            results: vec![
+                cell("baseline", true),
+                cell("faster", false),
+                cell("equivalent", false),
+                cell("equivalent", false),
+                cell("inconclusive", false),
+            ],
+            ..Default::default()
+        };
+        let line = verdicts(&export);
+        assert!(
+            line.contains("<b>tps</b>: 1 faster, 0 slower, 2 equivalent, 1 inconclusive"),
+            "{line}"
+        );
+        assert!(line.contains("equivalence band ±3.0%"), "{line}");
+        assert!(job(&export).contains("class=\"verdicts\""));
+        let only_baseline = JobExport {
+            results: vec![cell("baseline", true)],
+            ..Default::default()
+        };
+        assert!(verdicts(&only_baseline).is_empty());
+    }
 }

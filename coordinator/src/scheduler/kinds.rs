@@ -1,6 +1,7 @@
 //! What a run measures, per workload kind: pgbench scripts, the TPC-C-like mix (parallel
 //! load, terminals, consistency checks), the AS3AP-like suite (single-user queries, then the
-//! multi-user mixes) and the maintenance timings (done by the agent on its own server).
+//! multi-user mixes) and the maintenance timings (done by the agent on its own server). After
+//! each kind's data load the caches are reset as the layout asks (`reset.rs`).
 
 use blocklab_spec::Stage;
 use std::time::{Duration, Instant};
@@ -15,7 +16,8 @@ use crate::load::{LoadResult, Metric};
 
 use super::Scheduler;
 use super::metrics as wm;
-use super::run::{Failure, INIT_TIMEOUT, RunCtx, fail, unexpected};
+use super::reset::{check_reset, reset_choices, reset_task};
+use super::run::{Failure, INIT_TIMEOUT, RunCtx, fail, unexpected, unrecorded};
 use super::window::{Window, add_deltas, deltas};
 use crate::catalog::RunOutcome;
 use blocklab_spec::{Workload, WorkloadKind, WorkloadName};
@@ -116,6 +118,7 @@ impl Scheduler {
     ) -> Result<RunOutcome, Failure> {
         let loaded = self.load_data(ctx, workload, &conninfo).await?;
         let workers = u32::try_from(ctx.workers.len()).unwrap_or(1);
+        self.reset_caches(ctx).await?;
         let w = self
             .window(
                 ctx,
@@ -124,7 +127,9 @@ impl Scheduler {
                 super::pgbench::load_task(&conninfo, workload, ctx.cell, workers),
             )
             .await?;
-        Ok(outcome(w, loaded, ""))
+        let mut metrics = self.wal_metrics(ctx, &w, w.merged.transactions).await?;
+        metrics.extend(loaded);
+        Ok(outcome(w, metrics, ""))
     }
 
     /// One step on each of `workers` (all in parallel, as parts of one job).
@@ -182,6 +187,7 @@ impl Scheduler {
         self.steps(ctx, loaders, &kind, &conninfo, "load").await?;
         self.steps(ctx, 1, &kind, &conninfo, "finish").await?;
         let load_s = loading.elapsed().as_secs_f64();
+        self.reset_caches(ctx).await?;
         let w = self
             .window(
                 ctx,
@@ -191,6 +197,7 @@ impl Scheduler {
             )
             .await?;
         let mut metrics = wm::tpcc(&w.merged);
+        metrics.extend(self.wal_metrics(ctx, &w, w.merged.transactions).await?);
         if check {
             let _ = self
                 .catalog
@@ -227,7 +234,10 @@ impl Scheduler {
         for s in self.steps(ctx, 1, &kind, &conninfo, "load").await? {
             metrics.extend(s.metrics.into_iter().map(Metric::from));
         }
+        // Every measured phase (the single-user queries, each mix) starts from the caches
+        // the layout asks for.
         if single_user {
+            self.reset_caches(ctx).await?;
             let _ = self
                 .catalog
                 .set_stage(ctx.run_id, ctx.attempt, Stage::SingleUser)
@@ -241,6 +251,7 @@ impl Scheduler {
         let seed = run_seed();
         for mix in mixes {
             let mix_kind = wire_kind(workload, ctx.cell.scale, mix);
+            self.reset_caches(ctx).await?;
             let w = self
                 .window(
                     ctx,
@@ -267,6 +278,7 @@ impl Scheduler {
             shares: Vec::new(),
             stats: Vec::new(),
             suspect: Vec::new(),
+            lsn: (0, 0),
         });
         Ok(outcome(w, metrics, workload.kind.headline_metric()))
     }
@@ -287,6 +299,7 @@ impl Scheduler {
         let task = RunMaintenanceTask {
             scale: ctx.cell.scale,
             steps: steps.to_vec(),
+            reset_after_load: reset_task(&ctx.spec.layout),
         };
         let result = match ctx
             .agent
@@ -304,6 +317,17 @@ impl Scheduler {
         let after = self
             .snapshot(ctx.agent, ctx.run_id, ctx.attempt, false)
             .await?;
+        self.catalog
+            .record_run_choices(
+                ctx.run_id,
+                ctx.attempt,
+                &reset_choices(result.reset.as_ref()),
+            )
+            .await
+            .map_err(unrecorded(Stage::Maintenance))?;
+        if let Some(r) = &result.reset {
+            check_reset(&ctx.spec.layout, r)?;
+        }
         let timed: Vec<Metric> = result.metrics.into_iter().map(Metric::from).collect();
         let metrics = wm::maintenance(&timed);
         let total = metrics

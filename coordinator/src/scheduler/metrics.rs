@@ -1,6 +1,7 @@
 //! The metrics a run of each workload kind stores beside the pgbench columns, derived from
 //! the workers' merged results: NOTPM and per-transaction response times (TPC-C-like),
-//! tuples per second (AS3AP-like mixes), seconds per maintenance step.
+//! tuples per second (AS3AP-like mixes), seconds per maintenance step; and what a window's
+//! WAL cost per transaction (pgbench scripts, TPC-C-like).
 
 use crate::load::{LoadResult, Metric};
 
@@ -127,6 +128,25 @@ pub fn as3ap_mix(mix: &str, r: &LoadResult) -> Vec<Metric> {
     ]
 }
 
+/// What the WAL of one window cost per transaction: WAL bytes (the LSN distance), full-page
+/// image bytes, and the checkpoints the window held. Without transactions only the
+/// checkpoint count is meaningful.
+pub fn wal(wal_bytes: u64, fpi_bytes: f64, checkpoints: f64, transactions: u64) -> Vec<Metric> {
+    let mut out = Vec::new();
+    if transactions > 0 {
+        let per = |v: f64| v / transactions as f64;
+        out.push(metric(
+            "wal_bytes_per_txn",
+            per(wal_bytes as f64),
+            "B/txn",
+            false,
+        ));
+        out.push(metric("fpi_bytes_per_txn", per(fpi_bytes), "B/txn", false));
+    }
+    out.push(metric("checkpoints_in_window", checkpoints, "count", false));
+    out
+}
+
 /// The agent's step timings, then their sum as `maint.total_s`.
 pub fn maintenance(steps: &[Metric]) -> Vec<Metric> {
     let mut out = dedup(steps.to_vec());
@@ -226,6 +246,20 @@ mod tests {
         assert_eq!(m[0].unit, "tup/s");
         assert_eq!(m[0].value, 150.0);
         assert_eq!(m[1].value, 50.0);
+    }
+
+    #[test]
+    fn wal_costs_are_per_transaction_of_the_window() {
+        let m = wal(8_000_000, 2_000_000.0, 2.0, 4000);
+        let get = |n: &str| m.iter().find(|x| x.name == n).unwrap();
+        assert_eq!(get("wal_bytes_per_txn").value, 2000.0);
+        assert_eq!(get("wal_bytes_per_txn").unit, "B/txn");
+        assert_eq!(get("fpi_bytes_per_txn").value, 500.0);
+        assert!(!get("fpi_bytes_per_txn").higher_is_better);
+        assert_eq!(get("checkpoints_in_window").value, 2.0);
+        let none = wal(100, 0.0, 0.0, 0);
+        assert_eq!(none.len(), 1);
+        assert_eq!(none[0].name, "checkpoints_in_window");
     }
 
     #[test]

@@ -19,7 +19,9 @@ pub mod merge;
 pub mod metrics;
 mod pgbench;
 mod probe;
+mod reset;
 mod run;
+mod wal;
 mod window;
 
 const BUILD_TIMEOUT: Duration = Duration::from_secs(60 * 60);

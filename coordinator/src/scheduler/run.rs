@@ -276,7 +276,6 @@ impl Scheduler {
             settings,
             allowed_client_addresses: workers.iter().map(|w| w.address.clone()).collect(),
             separate_wal: spec.layout.separate_wal,
-            drop_os_cache: spec.layout.drop_os_cache,
         };
         let server = match agent
             .call(
@@ -316,7 +315,6 @@ impl Scheduler {
             .await
             .map_err(|e| fail(Stage::Starting, e.to_string(), ""))?;
         let choices = RunChoices {
-            os_cache_dropped: Some(server.os_cache_dropped),
             wal_dir: Some(server.wal_dir.clone()).filter(|w| !w.is_empty()),
             postmaster_start_time: Some(server.postmaster_start_time.clone())
                 .filter(|t| !t.is_empty()),
@@ -380,7 +378,18 @@ impl Scheduler {
     ) -> Result<SnapshotStatsResult, Failure> {
         let task = SnapshotStatsTask {
             checkpoint_first: checkpoint,
+            settle_sessions: false,
         };
+        self.snapshot_task(agent, run_id, attempt, task).await
+    }
+
+    pub(crate) async fn snapshot_task(
+        &self,
+        agent: &HostSession,
+        run_id: &str,
+        attempt: u32,
+        task: SnapshotStatsTask,
+    ) -> Result<SnapshotStatsResult, Failure> {
         match agent
             .call(
                 run_id,

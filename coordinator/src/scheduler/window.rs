@@ -1,14 +1,18 @@
 //! The measured window of a run: every worker connects its share of the clients and reports
-//! ready, the agent snapshots the server's statistics (after a CHECKPOINT), the coordinator
-//! says go, the workers measure, the agent snapshots again, and the workers' results are
-//! merged and checked for what makes them suspect.
+//! ready, the agent runs the CHECKPOINT before the window (layout `checkpoint_before`), the
+//! coordinator says go, the workers warm up; when every worker has reported that its measured
+//! window started the agent takes the "before" snapshot of the server's statistics, and when
+//! every worker's result has arrived (their sessions closed) the "after" one. The workers'
+//! results are merged and checked for what makes them suspect.
 
 use blocklab_spec::Stage;
+use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use blocklab_proto::v1::{
-    Go, RunLoadTask, SnapshotStatsResult, coordinator_message, task, task_result::Outcome,
+    Go, RunLoadTask, SnapshotStatsResult, SnapshotStatsTask, coordinator_message, task,
+    task_result::Outcome,
 };
 use futures::future::join_all;
 
@@ -17,10 +21,12 @@ use crate::load::LoadResult;
 use super::Scheduler;
 use super::run::{Failure, RunCtx, fail, unexpected, unrecorded};
 use crate::catalog::RunChoices;
-use crate::fleet::HostSession;
+use crate::fleet::{CallError, HostSession, Progress, ProgressEvent};
 
 /// Client CPU above this share of the workers' threads marks a run suspect.
 const CPU_SATURATED: f64 = 0.9;
+/// How long after its warm-up should end a worker may take to report its window's start.
+const START_GRACE: Duration = Duration::from_secs(120);
 
 /// One measured window, merged over the run's workers.
 pub(crate) struct Window {
@@ -29,6 +35,8 @@ pub(crate) struct Window {
     pub shares: Vec<(String, u32, LoadResult)>,
     pub stats: Vec<(String, f64)>,
     pub suspect: Vec<String>,
+    /// The WAL insert position (bytes) at the window's start and end snapshots.
+    pub lsn: (u64, u64),
 }
 
 impl Scheduler {
@@ -43,13 +51,11 @@ impl Scheduler {
         task: impl Fn(u32, u32) -> RunLoadTask,
     ) -> Result<Window, Failure> {
         let RunCtx {
-            spec,
-            cell,
             run_id,
             attempt,
             agent,
             workers,
-            job_id,
+            cell,
             ..
         } = *ctx;
         let mut progress = self.registry.progress.subscribe();
@@ -67,36 +73,13 @@ impl Scheduler {
             },
         );
         let all = join_all(calls);
-        let start = async {
-            self.wait_ready(&mut progress, &task_ids).await?;
-            let before = self
-                .snapshot(agent, run_id, attempt, spec.layout.checkpoint_before)
-                .await?;
-            for (w, id) in workers.iter().zip(&task_ids) {
-                let go = Go {
-                    task_id: id.clone(),
-                    run_id: run_id.to_string(),
-                    attempt,
-                };
-                w.notify(coordinator_message::Kind::Go(go))
-                    .await
-                    .map_err(|e| fail(Stage::Measuring, e.to_string(), ""))?;
-            }
-            let workload = spec.cell_workload(cell);
-            let stage = if workload.warmup.is_zero() {
-                Stage::Measuring
-            } else {
-                Stage::WarmingUp
-            };
-            self.catalog
-                .set_stage(run_id, attempt, stage)
-                .await
-                .map_err(unrecorded(stage))?;
-            self.changed(job_id);
-            Ok::<_, Failure>(before)
+        tokio::pin!(all);
+        let opened = self.open_window(ctx, &mut progress, &task_ids);
+        let (baseline, before) = tokio::select! {
+            o = opened => o?,
+            results = &mut all => return Err(ended_early(results)),
         };
-        let (results, before) = tokio::join!(all, start);
-        let before = before?;
+        let results = all.await;
         let mut parts = Vec::new();
         for r in results {
             match r {
@@ -104,16 +87,29 @@ impl Scheduler {
                 other => return Err(unexpected(Stage::Measuring, other)),
             }
         }
-        let after = self.snapshot(agent, run_id, attempt, false).await?;
-        let checkpoint = RunChoices {
-            checkpoint_before: Some(before.checkpoint_done),
+        let results_at = Instant::now();
+        let settle = SnapshotStatsTask {
+            checkpoint_first: false,
+            settle_sessions: true,
+        };
+        let after = self.snapshot_task(agent, run_id, attempt, settle).await?;
+        tracing::info!(
+            run_id,
+            end_lag_ms = results_at.elapsed().as_millis() as u64,
+            "window end snapshot taken"
+        );
+        let choices = RunChoices {
+            checkpoint_before: Some(baseline.checkpoint_done),
+            stats_start_at: Some(before.taken_at.clone()),
+            stats_end_at: Some(after.taken_at.clone()),
             ..RunChoices::default()
         };
         self.catalog
-            .record_run_choices(run_id, attempt, &checkpoint)
+            .record_run_choices(run_id, attempt, &choices)
             .await
             .map_err(unrecorded(Stage::Measuring))?;
-        check_no_restart(&before, &after)?;
+        check_no_restart(&baseline, &before)?;
+        check_no_restart(&baseline, &after)?;
         self.catalog
             .set_stage(run_id, attempt, Stage::Collecting)
             .await
@@ -147,8 +143,135 @@ impl Scheduler {
             shares,
             stats,
             suspect,
+            lsn: (lsn_of(&before), lsn_of(&after)),
         })
     }
+
+    /// Up to the window's start: all clients connected, the CHECKPOINT before the window
+    /// (its snapshot is the baseline of the restart check), go, the warm-up, and the "before"
+    /// snapshot once every worker reported that its measured window started.
+    async fn open_window(
+        &self,
+        ctx: &RunCtx<'_>,
+        progress: &mut tokio::sync::broadcast::Receiver<ProgressEvent>,
+        task_ids: &[String],
+    ) -> Result<(SnapshotStatsResult, SnapshotStatsResult), Failure> {
+        let RunCtx {
+            spec,
+            cell,
+            run_id,
+            attempt,
+            agent,
+            workers,
+            job_id,
+            ..
+        } = *ctx;
+        self.wait_ready(progress, task_ids).await?;
+        let baseline = self
+            .snapshot(agent, run_id, attempt, spec.layout.checkpoint_before)
+            .await?;
+        for (w, id) in workers.iter().zip(task_ids) {
+            let go = Go {
+                task_id: id.clone(),
+                run_id: run_id.to_string(),
+                attempt,
+            };
+            w.notify(coordinator_message::Kind::Go(go))
+                .await
+                .map_err(|e| fail(Stage::Measuring, e.to_string(), ""))?;
+        }
+        let warmup = spec.cell_workload(cell).warmup;
+        if !warmup.is_zero() {
+            self.catalog
+                .set_stage(run_id, attempt, Stage::WarmingUp)
+                .await
+                .map_err(unrecorded(Stage::WarmingUp))?;
+            self.changed(job_id);
+        }
+        wait_measuring(progress, task_ids, warmup + START_GRACE).await?;
+        let started = Instant::now();
+        let before = self.snapshot(agent, run_id, attempt, false).await?;
+        tracing::info!(
+            run_id,
+            start_lag_ms = started.elapsed().as_millis() as u64,
+            "window start snapshot taken"
+        );
+        self.catalog
+            .set_stage(run_id, attempt, Stage::Measuring)
+            .await
+            .map_err(unrecorded(Stage::Measuring))?;
+        self.changed(job_id);
+        Ok((baseline, before))
+    }
+}
+
+/// Waits until every task reported the stage `measuring` (its warm-up is over).
+async fn wait_measuring(
+    progress: &mut tokio::sync::broadcast::Receiver<ProgressEvent>,
+    task_ids: &[String],
+    limit: Duration,
+) -> Result<(), Failure> {
+    let mut waiting: HashSet<&str> = task_ids.iter().map(String::as_str).collect();
+    let deadline = tokio::time::Instant::now() + limit;
+    while !waiting.is_empty() {
+        match tokio::time::timeout_at(deadline, progress.recv()).await {
+            Ok(Ok(p)) if p.report == Progress::Stage(Stage::Measuring) => {
+                waiting.remove(p.task_id.as_str());
+            }
+            Ok(Ok(_)) | Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {}
+            Ok(Err(_)) => return Err(fail(Stage::Measuring, "progress channel closed", "")),
+            Err(_) => {
+                return Err(fail(
+                    Stage::WarmingUp,
+                    format!(
+                        "{} of the workers did not report the start of the measured window within {limit:?}",
+                        waiting.len()
+                    ),
+                    "",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The workers' results arrived before every one reported its window's start: the first
+/// error among them, else a failure saying so.
+fn ended_early(results: Vec<Result<Outcome, CallError>>) -> Failure {
+    results
+        .into_iter()
+        .find(|r| !matches!(r, Ok(Outcome::RunLoad(_))))
+        .map(|r| unexpected(Stage::Measuring, r))
+        .unwrap_or_else(|| {
+            fail(
+                Stage::Measuring,
+                "the workers finished before all of them reported the start of the measured window",
+                "",
+            )
+        })
+}
+
+/// `wal_lsn_bytes` of a snapshot (0 when absent).
+fn lsn_of(s: &SnapshotStatsResult) -> u64 {
+    serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&s.stats_json)
+        .ok()
+        .and_then(|m| m.get("wal_lsn_bytes").and_then(serde_json::Value::as_u64))
+        .unwrap_or(0)
+}
+
+/// Checkpoints completed between two snapshots (pg_stat_bgwriter before 17,
+/// pg_stat_checkpointer after).
+pub(crate) fn checkpoints(stats: &[(String, f64)]) -> f64 {
+    let stat = |name: &str| {
+        stats
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0.0, |(_, v)| *v)
+    };
+    stat("bgwriter.checkpoints_timed")
+        + stat("bgwriter.checkpoints_req")
+        + stat("checkpointer.num_timed")
+        + stat("checkpointer.num_requested")
 }
 
 /// A changed postmaster start time means the server restarted inside the window.
@@ -206,17 +329,7 @@ fn suspect_reasons(
     stats: &[(String, f64)],
 ) -> Vec<String> {
     let mut out = Vec::new();
-    let stat = |name: &str| {
-        stats
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0.0, |(_, v)| *v)
-    };
-    let checkpoints = stat("bgwriter.checkpoints_timed")
-        + stat("bgwriter.checkpoints_req")
-        + stat("checkpointer.num_timed")
-        + stat("checkpointer.num_requested");
-    if checkpoints > 0.0 {
+    if checkpoints(stats) > 0.0 {
         out.push("checkpoint in measured window".to_string());
     }
     let saturated = parts.iter().zip(threads).any(|(p, &threads)| {

@@ -111,6 +111,9 @@ async fn chromium_shows_finished_job_with_chart() {
         "faster",
         "+5.8%",
         "page-sizes-a",
+        "q-value",
+        "TOST q (±2.0%)",
+        "1 faster, 0 slower, 0 equivalent, 1 inconclusive",
     ] {
         assert!(page.contains(want), "job page lacks {want:?}");
     }

@@ -69,19 +69,26 @@ pub fn check_job_a(r: &QueryResultsResponse) {
         9.304_955_475_953_756,
     );
     close(c[1].p_value.expect("p"), 0.010_924_525_393_129_905);
+    // The q-value counts the job's other comparisons (2 cells x the varying columns).
+    assert!(c[1].q_value.expect("q") > c[1].p_value.expect("p"));
+    assert!(c[1].q_value.expect("q") < 0.05);
     assert_eq!(c[1].verdict, "faster");
     assert_eq!(c[1].baseline_label, "bs=8K wal=8K c=4");
-    // 32K: the suspect outlier is excluded (2 clean runs remain).
+    assert_eq!(c[1].compared_on, "page size");
+    assert_eq!(c[1].equivalence_pct, 2.0);
+    // 32K: the suspect outlier enters the statistics (every completed run does by default),
+    // and is counted and named.
     assert_eq!(
         (c[2].n, c[2].runs_ok, c[2].runs_suspect, c[2].runs_excluded),
-        (2, 3, 1, 1)
+        (3, 3, 1, 0)
     );
     assert!(!c[2].suspect_included);
     assert_eq!(c[2].suspect_reasons, vec![SUSPECT.to_string()]);
-    let want = stats::summarize(&A_32K[..2]).expect("two");
+    let want = stats::summarize(&A_32K).expect("three");
     close(c[2].mean, want.mean);
     close(c[2].ci95_low, want.ci95.expect("ci").0);
-    assert_eq!(c[2].verdict, "no significant difference");
+    assert_eq!(c[2].verdict, "inconclusive");
+    assert_eq!(c[2].all_runs, None);
 }
 
 #[tokio::test]
@@ -120,7 +127,9 @@ async fn results_render_in_every_format() {
         "+5.8%",
         "[+2.3%, +9.3%]",
         "0.011",
-        "1 (excluded)",
+        "in the statistics",
+        "q-value",
+        "TOST q (±2.0%)",
         "(baseline)",
         SUSPECT,
     ] {
@@ -195,8 +204,8 @@ async fn compare_like_cells_of_two_jobs() {
     let w = stats::welch(&a, &b).expect("welch");
     close(c.p_value.expect("p"), w.p_value);
     close(c.pct_change_vs_baseline.expect("pct"), w.pct.expect("pct"));
-    // Identical 16K samples: no difference.
-    assert_eq!(r.cells[2].verdict, "no significant difference");
+    // Identical 16K samples, 3 runs each: no difference, but not shown within ±2% either.
+    assert_eq!(r.cells[2].verdict, "inconclusive");
     close(r.cells[2].p_value.expect("p"), 1.0);
     let text = report::render::render_compare(&r, Format::Table);
     assert!(

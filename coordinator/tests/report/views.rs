@@ -38,13 +38,12 @@ async fn readme_queries_answer_from_the_views() {
     let round1 = |x: f64| (x * 10.0).round() / 10.0;
     assert_eq!(a[1].5, round1(mean(&A_16K)));
     assert_eq!(a[1].6, Some(5.8));
-    // The suspect outlier is not in the 32K mean (the same rule as `blocklab results`).
-    assert_eq!((a[2].3, a[2].4, a[2].5), (2, 1, round1(mean(&A_32K[..2]))));
+    // The suspect outlier is in the 32K mean: by default every completed run counts (the
+    // same rule as `blocklab results`).
+    assert_eq!((a[2].3, a[2].4, a[2].5), (3, 1, round1(mean(&A_32K))));
     assert_eq!(
         a[2].6,
-        Some(round1(
-            100.0 * (mean(&A_32K[..2]) - mean(&A_8K)) / mean(&A_8K)
-        ))
+        Some(round1(100.0 * (mean(&A_32K) - mean(&A_8K)) / mean(&A_8K)))
     );
 
     let runs: Vec<(i64, String, String, f64, Option<String>, bool)> =
@@ -58,7 +57,7 @@ async fn readme_queries_answer_from_the_views() {
     assert!(runs.windows(2).all(|w| w[0].1 != w[1].1));
     let suspect: Vec<_> = runs.iter().filter(|r| r.4.is_some()).collect();
     assert_eq!(suspect.len(), 1);
-    assert!(!suspect[0].5 && runs.iter().filter(|r| r.5).count() == 8);
+    assert!(suspect[0].5 && runs.iter().filter(|r| r.5).count() == 9);
 
     let settings: Vec<(i64, String, String, String, String)> = sqlx::query_as(SETTINGS)
         .fetch_all(db)
@@ -92,4 +91,25 @@ async fn host_cores_come_from_the_facts() {
         .await
         .expect("update");
     assert_eq!(f.catalog.host_cores("w1").await.expect("w1"), Some(8));
+}
+
+#[tokio::test]
+async fn a_job_that_excludes_suspect_runs_leaves_them_out_of_the_views() {
+    let f = build().await;
+    // The views read only this path of the stored plan.
+    sqlx::query("UPDATE jobs SET plan_json = '{\"Benchmark\":{\"spec\":{\"analysis\":{\"exclude_suspect\":true}}}}' WHERE name = 'page-sizes-a'")
+        .execute(&f.sql)
+        .await
+        .expect("exclude");
+    let db = f.catalog.reader();
+    let rows: Vec<CellRow> = sqlx::query_as(CELLS)
+        .fetch_all(db)
+        .await
+        .expect("comparison_v");
+    let a: Vec<_> = rows.iter().filter(|r| r.0 == "page-sizes-a").collect();
+    let round1 = |x: f64| (x * 10.0).round() / 10.0;
+    assert_eq!((a[2].3, a[2].4, a[2].5), (2, 1, round1(mean(&A_32K[..2]))));
+    let runs: Vec<(i64, String, String, f64, Option<String>, bool)> =
+        sqlx::query_as(RUNS).fetch_all(db).await.expect("results_v");
+    assert_eq!(runs.iter().filter(|r| r.5).count(), 8);
 }

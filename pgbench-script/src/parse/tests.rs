@@ -190,3 +190,18 @@ fn conditionals_are_linked() {
     assert!(matches!(c[5], Command::If(_, 6)));
     assert!(matches!(c[7], Command::Endif));
 }
+
+#[test]
+fn syncpipeline_and_shell_argument_limit() {
+    let s =
+        parse("\\startpipeline\nselect 1;\n\\syncpipeline\nselect 2;\n\\endpipeline\n").unwrap();
+    assert!(matches!(s.steps[2].command, Command::SyncPipeline));
+    assert!(parse("\\syncpipeline x\n").is_err());
+    // pgbench's MAX_ARGS: \shell and 255 arguments parse, 256 do not.
+    let args = |n: usize| vec!["x"; n].join(" ");
+    assert!(parse(&format!("\\shell echo {}\n", args(254))).is_ok());
+    let e = parse(&format!("\\shell echo {}\n", args(255))).unwrap_err();
+    assert_eq!(e.msg, "too many arguments");
+    assert_eq!(e.command.as_deref(), Some("shell"));
+    assert!(parse(&format!("\\setshell v echo {}\n", args(254))).is_err());
+}

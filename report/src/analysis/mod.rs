@@ -1,243 +1,219 @@
 //! Per-cell statistics from a [`JobExport`]: one job against its baseline cells, or the like
 //! cells of two jobs. Pure functions; the coordinator calls them for `QueryResults`,
 //! `ExportJob` and `CompareJobs`.
+//!
+//! Every metric of a job is analysed at once, because a comparison's q-value depends on the
+//! whole family of the job's comparisons ([`family`]): the same cell and metric get the same
+//! q-value and verdict whichever metric `results` is asked for.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 use blocklab_proto::v1::*;
-use serde_json::{Map, Value};
 
-use blocklab_spec::RunState;
+use crate::stats::{DEFAULT_EQUIVALENCE_PCT, Metric};
 
-use crate::stats::{self, Metric, Summary, Verdict};
+mod baseline;
+mod cell;
+mod family;
 
-/// Verdict of a cell of job B that has no like cell in job A.
-pub const NO_LIKE_CELL: &str = "no like cell";
+pub use baseline::NO_LIKE_CELL;
+use baseline::Pair;
+pub use cell::{measured, metric_value};
 
-/// The value of `metric` in a run's result; NaN when the run does not have that metric.
-pub fn metric_value(m: &RunMetrics, metric: &Metric) -> f64 {
-    match metric {
-        Metric::Tps => m.tps,
-        Metric::TpsInclConn => m.tps_incl_conn,
-        Metric::LatencyAvgMs => m.latency_avg_ms,
-        Metric::LatencyP50Ms => m.latency_p50_ms,
-        Metric::LatencyP90Ms => m.latency_p90_ms,
-        Metric::LatencyP99Ms => m.latency_p99_ms,
-        Metric::LatencyP999Ms => m.latency_p999_ms,
-        Metric::LatencyMaxMs => m.latency_max_ms,
-        Metric::Workload { name, .. } => m
-            .extra
-            .iter()
-            .find(|x| x.name == *name)
-            .map_or(f64::NAN, |x| x.value),
-    }
+/// How a job's results are judged: its [`AnalysisOptions`] with the defaults filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The equivalence band in percent of the baseline mean (2 when the job names none).
+    pub equivalence_pct: f64,
+    pub exclude_suspect: bool,
+    pub target_ci_pct: Option<f64>,
+    pub max_repetitions: u32,
 }
 
-/// A cell's measured runs: done, with a result.
-pub fn measured<'a>(
-    export: &'a JobExport,
-    cell_index: u32,
-) -> impl Iterator<Item = (&'a ExportRun, &'a RunMetrics)> + 'a {
-    export
-        .runs
-        .iter()
-        .filter(move |r| r.cell_index == cell_index && r.state.parse() == Ok(RunState::Done))
-        .filter_map(|r| r.result.as_ref().map(|m| (r, m)))
-}
-
-fn dims(json: &str) -> Map<String, Value> {
-    serde_json::from_str(json).unwrap_or_default()
-}
-
-/// Dimensions other than the source: a cell's baseline is the baseline cell (baseline page
-/// sizes, baseline source) with the same clients and the same other dimensions.
-fn group_key(c: &ExportCell) -> (u32, Map<String, Value>) {
-    let mut d = dims(&c.dims_json);
-    d.remove("source");
-    (c.clients, d)
-}
-
-/// One cell's statistics of `metric`, without the comparison.
-fn own_stats(
-    export: &JobExport,
-    cell: &ExportCell,
-    metric: &Metric,
-) -> (CellResult, Option<Summary>) {
-    let all: Vec<(&ExportRun, &RunMetrics)> = measured(export, cell.cell_index).collect();
-    let sel = stats::select_runs(all.iter().map(|&(r, m)| (m, !r.suspect_reasons.is_empty())));
-    let values: Vec<f64> = sel
-        .used
-        .iter()
-        .map(|m| metric_value(m, metric))
-        .filter(|v| v.is_finite())
-        .collect();
-    let summary = stats::summarize(&values);
-    let tps: Vec<f64> = sel.used.iter().map(|m| m.tps).collect();
-    let (tps_mean, tps_stddev) = stats::mean_stddev(&tps).unwrap_or((0.0, 0.0));
-    let lat: Vec<f64> = sel.used.iter().map(|m| m.latency_avg_ms).collect();
-    let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
-    for (r, _) in &all {
-        for reason in &r.suspect_reasons {
-            *reasons.entry(reason.as_str()).or_default() += 1;
+impl Options {
+    pub fn of(export: &JobExport) -> Options {
+        let a = export.analysis.unwrap_or_default();
+        Options {
+            equivalence_pct: if a.equivalence_pct > 0.0 {
+                a.equivalence_pct
+            } else {
+                DEFAULT_EQUIVALENCE_PCT
+            },
+            exclude_suspect: a.exclude_suspect,
+            target_ci_pct: a.target_ci_pct.filter(|t| *t > 0.0),
+            max_repetitions: a.max_repetitions,
         }
     }
-    let mine = export
+}
+
+/// Adaptive repetitions: the cell met the target half-width.
+pub const TARGET_REACHED: &str = "target reached";
+/// Adaptive repetitions: the cell has its maximum repetitions without meeting the target.
+pub const MAX_REPETITIONS_REACHED: &str = "max repetitions reached";
+/// Adaptive repetitions: neither (yet).
+pub const TARGET_NOT_REACHED: &str = "target not reached";
+
+fn target_status(o: &Options, r: &CellResult) -> String {
+    let Some(target) = o.target_ci_pct else {
+        return String::new();
+    };
+    if r.ci95_half_width_pct.is_some_and(|h| h <= target) {
+        TARGET_REACHED
+    } else if o.max_repetitions > 0 && r.runs_total >= o.max_repetitions {
+        MAX_REPETITIONS_REACHED
+    } else {
+        TARGET_NOT_REACHED
+    }
+    .to_string()
+}
+
+/// The workload metrics a job's runs have, as (name, unit, higher is better), in the order
+/// the runs list them.
+pub fn workload_metrics(export: &JobExport) -> Vec<(String, String, bool)> {
+    let mut out: Vec<(String, String, bool)> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for m in export
         .runs
         .iter()
-        .filter(|r| r.cell_index == cell.cell_index);
-    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-    let s = summary.unwrap_or(Summary {
-        n: 0,
-        mean: 0.0,
-        stddev: 0.0,
-        cv: None,
-        ci95: None,
-    });
-    let (ci_low, ci_high) = s.ci95.unwrap_or((s.mean, s.mean));
-    let result = CellResult {
-        cell_index: cell.cell_index,
-        label: cell.label.clone(),
-        block_size_kb: cell.block_size_kb,
-        wal_block_size_kb: cell.wal_block_size_kb,
-        clients: cell.clients,
-        proven_block_size: mine.clone().map(|r| r.block_size).max().unwrap_or(0),
-        proven_wal_block_size: mine.clone().map(|r| r.wal_block_size).max().unwrap_or(0),
-        runs_ok: count(all.len()),
-        runs_total: count(mine.count()),
-        tps_mean,
-        tps_stddev,
-        latency_avg_ms_mean: stats::mean_stddev(&lat).map(|(m, _)| m).unwrap_or(0.0),
-        is_baseline: cell.is_baseline,
-        metric: metric.name().to_string(),
-        mean: s.mean,
-        stddev: s.stddev,
-        cv: s.cv.unwrap_or(0.0),
-        ci95_low: ci_low,
-        ci95_high: ci_high,
-        runs_suspect: count(sel.suspect),
-        runs_excluded: count(sel.excluded),
-        n: count(s.n),
-        suspect_included: sel.suspect_included,
-        dims_json: cell.dims_json.clone(),
-        suspect_reasons: reasons
-            .into_iter()
-            .map(|(r, n)| {
-                if n > 1 {
-                    format!("{r} x{n}")
-                } else {
-                    r.to_string()
-                }
-            })
-            .collect(),
-        higher_is_better: metric.higher_is_better(),
-        unit: metric.unit().to_string(),
-        ..Default::default()
-    };
-    (result, summary)
-}
-
-/// Fills the comparison fields of `r` (the treatment) against `base`.
-fn compare_into(
-    r: &mut CellResult,
-    metric: &Metric,
-    treat: Option<&Summary>,
-    base: Option<(&str, Option<&Summary>)>,
-) {
-    let Some((label, base)) = base else {
-        r.verdict = Verdict::InsufficientData.to_string();
-        return;
-    };
-    r.baseline_label = label.to_string();
-    r.baseline_mean = base.map(|b| b.mean);
-    if let (Some(b), Some(t)) = (base, treat) {
-        r.pct_change_vs_baseline = stats::pct_change(t.mean, b.mean);
-    }
-    let change = base.zip(treat).and_then(|(b, t)| stats::welch(b, t));
-    if let Some(c) = &change {
-        r.pct_change_ci95_low = c.pct_ci95.map(|p| p.0);
-        r.pct_change_ci95_high = c.pct_ci95.map(|p| p.1);
-        r.p_value = Some(c.p_value);
-        r.welch_df = Some(c.df);
-    }
-    r.verdict = stats::verdict(metric, change.as_ref()).to_string();
-}
-
-/// Every cell of a job with its statistics of `metric`; each non-baseline cell is compared
-/// with its baseline cell: the cell flagged baseline (baseline page sizes and source) that
-/// has the same clients and other dimensions.
-pub fn cell_results(export: &JobExport, metric: &Metric) -> Vec<CellResult> {
-    let own: Vec<(CellResult, Option<Summary>)> = export
-        .cells
-        .iter()
-        .map(|c| own_stats(export, c, metric))
-        .collect();
-    let mut out = Vec::with_capacity(own.len());
-    for (i, cell) in export.cells.iter().enumerate() {
-        let (mut r, summary) = own[i].clone();
-        if cell.is_baseline {
-            r.verdict = Verdict::Baseline.to_string();
-            r.baseline_label = cell.label.clone();
-            r.baseline_mean = summary.map(|s| s.mean);
-        } else {
-            let key = group_key(cell);
-            let base = export
-                .cells
-                .iter()
-                .position(|b| b.is_baseline && group_key(b) == key)
-                .map(|j| (export.cells[j].label.as_str(), own[j].1.as_ref()));
-            compare_into(&mut r, metric, summary.as_ref(), base);
+        .filter_map(|r| r.result.as_ref())
+        .flat_map(|r| &r.extra)
+    {
+        if seen.insert(m.name.clone()) {
+            out.push((m.name.clone(), m.unit.clone(), m.higher_is_better));
         }
-        out.push(r);
     }
     out
 }
 
-/// Keys of `dims_json` whose value differs between a job's cells.
-fn varying_keys(export: &JobExport) -> Vec<String> {
-    let all: Vec<Map<String, Value>> = export.cells.iter().map(|c| dims(&c.dims_json)).collect();
-    let mut keys: Vec<String> = all.iter().flat_map(|d| d.keys().cloned()).collect();
-    keys.sort();
-    keys.dedup();
-    keys.retain(|k| all.iter().any(|d| d.get(k) != all[0].get(k)));
-    keys
+/// The metrics a job is analysed on: pgbench's columns, the job's workload metrics, and
+/// `also` when it is neither (a headline no run has yet).
+pub fn job_metrics(export: &JobExport, also: Option<&Metric>) -> Vec<Metric> {
+    let mut out: Vec<Metric> = Metric::ALL.to_vec();
+    out.extend(
+        workload_metrics(export)
+            .into_iter()
+            .map(|(name, unit, higher_is_better)| Metric::Workload {
+                name,
+                unit,
+                higher_is_better,
+            }),
+    );
+    if let Some(m) = also
+        && !out.iter().any(|x| x.name() == m.name())
+    {
+        out.push(m.clone());
+    }
+    out
 }
 
-/// What makes two cells of different jobs alike: page sizes, clients, and the dimensions that
-/// vary inside either job (a dimension fixed in each job, such as its one source, is what the
-/// two jobs compare, so it is not matched).
-fn like_key(c: &ExportCell, keys: &[String]) -> (u32, u32, u32, Vec<Option<Value>>) {
-    let d = dims(&c.dims_json);
-    let dims = keys.iter().map(|k| d.get(k).cloned()).collect();
-    (c.block_size_kb, c.wal_block_size_kb, c.clients, dims)
+fn side(e: &JobExport, exclude: bool) -> Vec<cell::Runs<'_>> {
+    e.cells
+        .iter()
+        .map(|c| cell::runs(e, c.cell_index, exclude))
+        .collect()
+}
+
+/// The cells of the treatment side for every metric of `metrics`, `[metric][cell]`.
+fn analyse(
+    treat: &JobExport,
+    base: Option<&JobExport>,
+    pairs: &[Pair],
+    metrics: &[Metric],
+    held: bool,
+) -> Vec<Vec<CellResult>> {
+    let o = Options::of(treat);
+    let base_excludes = base.map_or(o.exclude_suspect, |b| Options::of(b).exclude_suspect);
+    let judged = |exclude_t: bool, exclude_b: bool| {
+        let t = side(treat, exclude_t);
+        let b = base.map(|b| side(b, exclude_b));
+        let stats = family::judge(metrics, &t, b.as_deref(), pairs, o.equivalence_pct);
+        (t, stats)
+    };
+    let (runs, primary) = judged(o.exclude_suspect, base_excludes);
+    let all_runs = (o.exclude_suspect || base_excludes).then(|| judged(false, false).1);
+    let base_cells = base.map_or(&treat.cells, |b| &b.cells);
+    metrics
+        .iter()
+        .enumerate()
+        .map(|(mi, metric)| {
+            treat
+                .cells
+                .iter()
+                .enumerate()
+                .map(|(c, ec)| {
+                    let mut r = cell::head(treat, ec, &runs[c]);
+                    cell::put(&mut r, &primary[mi][c]);
+                    r.metric = metric.name().to_string();
+                    r.unit = metric.unit().to_string();
+                    r.higher_is_better = metric.higher_is_better();
+                    r.equivalence_pct = o.equivalence_pct;
+                    r.all_runs = all_runs.as_ref().map(|a| a[mi][c].clone());
+                    r.target_ci_pct = o.target_ci_pct;
+                    r.target_status = target_status(&o, &r);
+                    match &pairs[c] {
+                        Pair::Baseline => r.baseline_label = ec.label.clone(),
+                        Pair::Against { at, compared_on } => {
+                            let b = &base_cells[*at];
+                            r.baseline_label = b.label.clone();
+                            r.baseline_cell_index = Some(b.cell_index);
+                            r.compared_on = compared_on.clone();
+                            if held {
+                                r.held_constant =
+                                    crate::held::line(treat, ec.cell_index, Some(b.cell_index));
+                            }
+                        }
+                        Pair::NoBaseline | Pair::NoLikeCell => {}
+                    }
+                    if base.is_some() {
+                        r.is_baseline = false;
+                    }
+                    r
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Every metric of a job ([`job_metrics`], with `also`), each with every cell's statistics
+/// against its baseline cell.
+pub fn job_results(export: &JobExport, also: Option<&Metric>) -> Vec<(Metric, Vec<CellResult>)> {
+    let metrics = job_metrics(export, also);
+    let pairs = baseline::job_pairs(export);
+    let cells = analyse(export, None, &pairs, &metrics, true);
+    metrics.into_iter().zip(cells).collect()
+}
+
+/// Every cell of job B against A's like cell for every metric of B (A is the baseline, B the
+/// treatment; B's equivalence band; each job's runs selected by its own options).
+pub fn compare_results(
+    a: &JobExport,
+    b: &JobExport,
+    also: Option<&Metric>,
+) -> Vec<(Metric, Vec<CellResult>)> {
+    let metrics = job_metrics(b, also);
+    let pairs = baseline::like_pairs(a, b);
+    let cells = analyse(b, Some(a), &pairs, &metrics, false);
+    metrics.into_iter().zip(cells).collect()
+}
+
+fn pick(all: Vec<(Metric, Vec<CellResult>)>, metric: &Metric) -> Vec<CellResult> {
+    all.into_iter()
+        .find(|(m, _)| m.name() == metric.name())
+        .map(|(_, cells)| cells)
+        .unwrap_or_default()
+}
+
+/// Every cell of a job with its statistics of `metric`; each non-baseline cell is compared
+/// with its baseline cell: the one the plan names (`baseline_cell_index`), or, for catalogs
+/// whose cells name none, the cell flagged baseline (baseline page sizes and source) that has
+/// the same clients and other dimensions.
+pub fn cell_results(export: &JobExport, metric: &Metric) -> Vec<CellResult> {
+    pick(job_results(export, Some(metric)), metric)
 }
 
 /// Each cell of job B compared with A's like cell (A is the baseline, B the treatment).
 pub fn compare(a: &JobExport, b: &JobExport, metric: &Metric) -> Vec<CellResult> {
-    let mut keys = varying_keys(a);
-    keys.extend(varying_keys(b));
-    keys.sort();
-    keys.dedup();
-    let a_cells: Vec<(_, (CellResult, Option<Summary>))> = a
-        .cells
-        .iter()
-        .map(|c| (like_key(c, &keys), own_stats(a, c, metric)))
-        .collect();
-    b.cells
-        .iter()
-        .map(|cell| {
-            let (mut r, summary) = own_stats(b, cell, metric);
-            r.is_baseline = false;
-            let key = like_key(cell, &keys);
-            match a_cells.iter().find(|(k, _)| *k == key) {
-                Some((_, (ar, asum))) => {
-                    let base = Some((ar.label.as_str(), asum.as_ref()));
-                    compare_into(&mut r, metric, summary.as_ref(), base);
-                }
-                None => r.verdict = NO_LIKE_CELL.to_string(),
-            }
-            r
-        })
-        .collect()
+    pick(compare_results(a, b, Some(metric)), metric)
 }
 
 #[cfg(test)]

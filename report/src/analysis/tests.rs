@@ -75,7 +75,12 @@ fn each_cell_is_compared_with_the_baseline_of_its_group() {
         ("baseline", "baseline")
     );
     assert_eq!(r[3].baseline_mean, Some(821.0));
-    assert_eq!(r[4].verdict, "no significant difference");
+    // Equal means, but n = 2: not shown equivalent within ±2% either.
+    assert_eq!(r[4].verdict, "inconclusive");
+    // What differs, as the group rule sees it.
+    let on: Vec<&str> = r.iter().map(|c| c.compared_on.as_str()).collect();
+    assert_eq!(on, ["", "page size", "", "page size", "source"]);
+    assert_eq!(r[4].baseline_cell_index, Some(2));
 }
 
 #[test]
@@ -91,9 +96,13 @@ fn a_cell_without_a_baseline_or_runs_has_insufficient_data() {
         (r[2].n, r[2].verdict.as_str(), r[2].baseline_label.as_str()),
         (0, "insufficient data", "")
     );
-    // The baseline's suspect run is excluded: two clean runs remain.
-    assert_eq!((r[1].n, r[1].runs_ok, r[1].runs_excluded), (2, 3, 1));
+    // The baseline's suspect run enters its statistics (the default) and is counted.
+    assert_eq!(
+        (r[1].n, r[1].runs_ok, r[1].runs_suspect, r[1].runs_excluded),
+        (3, 3, 1, 0)
+    );
     assert_eq!(r[1].suspect_reasons, ["errors"]);
+    assert_eq!(r[1].all_runs, None);
 }
 
 #[test]
@@ -119,3 +128,5 @@ fn compare_matches_on_dimensions_that_vary_inside_a_job() {
     let r = compare(&a2, &b, &Metric::Tps);
     assert_eq!(r[0].baseline_label, "bs=8K c=4 src=pg16");
 }
+
+mod family;

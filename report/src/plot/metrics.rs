@@ -9,6 +9,7 @@ use blocklab_proto::v1::*;
 
 use super::svg::{COLORS, Chart, esc};
 use crate::format::pct;
+use crate::stats::DESCRIPTIVE_UNITS;
 
 const W: f64 = 860.0;
 const LABEL: f64 = 230.0;
@@ -16,9 +17,6 @@ const RIGHT: f64 = 40.0;
 const ROW: f64 = 16.0;
 const TOP: f64 = 50.0;
 const BOTTOM: f64 = 60.0;
-
-/// Units that describe a run rather than rate it: left out of the chart.
-const DESCRIPTIVE: [&str; 3] = ["%", "count", "bytes"];
 
 /// One bar: metric, cell, change made positive-is-better, and its CI the same way.
 struct Bar {
@@ -35,7 +33,8 @@ fn bars(by_metric: &[MetricResults]) -> Vec<Bar> {
     let mut out = Vec::new();
     for m in by_metric
         .iter()
-        .filter(|m| !DESCRIPTIVE.contains(&m.unit.as_str()))
+        // Counts, shares, sizes and per-transaction costs are described, not charted.
+        .filter(|m| !DESCRIPTIVE_UNITS.contains(&m.unit.as_str()))
     {
         for c in m.cells.iter().filter(|c| !c.is_baseline) {
             let Some(p) = c.pct_change_vs_baseline else {

@@ -6,13 +6,12 @@
 use blocklab_proto::v1::*;
 
 use crate::format::{cell_metric, num, p_value, pct};
-
-/// Units that describe a run rather than rate it (mix shares, counts, sizes): shown without a
-/// verdict.
-const DESCRIPTIVE_UNITS: [&str; 3] = ["%", "count", "bytes"];
+use crate::stats::DESCRIPTIVE_UNITS;
 
 /// One table cell: the mean (with the n when it is not the usual one), then for a
-/// non-baseline cell the % change, its p-value and the verdict in a word.
+/// non-baseline cell the % change, and either its CI (counts, shares, sizes and
+/// per-transaction costs: described, not judged) or its p-value, q-value and the verdict
+/// unless it is inconclusive.
 fn entry(m: &MetricResults, c: &CellResult, n_usual: u32) -> String {
     let metric = cell_metric(c);
     if c.n == 0 {
@@ -29,14 +28,23 @@ fn entry(m: &MetricResults, c: &CellResult, n_usual: u32) -> String {
         s.push_str(&format!(" {}", pct(p)));
     }
     if DESCRIPTIVE_UNITS.contains(&m.unit.as_str()) {
+        if let (Some(l), Some(h)) = (c.pct_change_ci95_low, c.pct_change_ci95_high) {
+            s.push_str(&format!(" [{}, {}]", pct(l), pct(h)));
+        }
+        if c.zero_variance {
+            s.push_str(&format!(" {}", c.verdict));
+        }
         return s;
     }
     if let Some(p) = c.p_value {
         s.push_str(&format!(" p={}", p_value(p)));
     }
+    if let Some(q) = c.q_value {
+        s.push_str(&format!(" q={}", p_value(q)));
+    }
     match c.verdict.as_str() {
-        "faster" | "slower" => s.push_str(&format!(" {}", c.verdict)),
-        _ => {}
+        "inconclusive" | "" => {}
+        v => s.push_str(&format!(" {v}")),
     }
     s
 }
@@ -90,7 +98,11 @@ pub fn metric_table(by_metric: &[MetricResults], title: &str) -> String {
     for r in rows {
         t.add_row(r);
     }
-    format!("\n{title}; each entry: mean, % change, Welch p-value, verdict if significant\n{t}\n")
+    format!(
+        "\n{title}; each entry: mean, % change, Welch p-value, Benjamini-Hochberg q-value, and \
+         the verdict unless inconclusive (counts, shares and sizes: the CI of the change, no \
+         verdict)\n{t}\n"
+    )
 }
 
 #[cfg(test)]
@@ -109,7 +121,10 @@ mod tests {
             runs_total: 3,
             is_baseline: baseline,
             pct_change_vs_baseline: (!baseline).then_some(10.0),
+            pct_change_ci95_low: (!baseline).then_some(4.0),
+            pct_change_ci95_high: (!baseline).then_some(16.0),
             p_value: (!baseline).then_some(0.01),
+            q_value: (!baseline && verdict == "faster").then_some(0.02),
             verdict: verdict.into(),
             ..Default::default()
         }
@@ -140,7 +155,7 @@ mod tests {
                 "%",
                 vec![
                     cell(0, "bs=8K", 45.0, true, "baseline"),
-                    cell(1, "bs=16K", 45.2, false, "no significant difference"),
+                    cell(1, "bs=16K", 45.2, false, "no verdict"),
                 ],
             ),
         ];
@@ -149,10 +164,10 @@ mod tests {
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0][1], "NOTPM, higher is better");
         assert_eq!(rows[0][2], "100.0");
-        assert_eq!(rows[0][3], "110.0 +10.0% p=0.010 faster");
-        // A share of the mix describes the run: no direction, no verdict.
+        assert_eq!(rows[0][3], "110.0 +10.0% p=0.010 q=0.020 faster");
+        // A share of the mix describes the run: no direction, no verdict, the CI of the change.
         assert_eq!(rows[1][1], "%");
-        assert_eq!(rows[1][3], "45.2 +10.0%");
+        assert_eq!(rows[1][3], "45.2 +10.0% [+4.0%, +16.0%]");
         let text = metric_table(&by, "per metric");
         assert!(text.contains("per metric; each entry: mean"), "{text}");
         assert!(metric_table(&[], "per metric").is_empty());
@@ -170,6 +185,6 @@ mod tests {
         }
         let by = vec![metric("q.sel_1_cl", "s", cells)];
         let (_, rows) = metric_rows(&by);
-        assert_eq!(rows[0][3], "5.0000 (n=1) +10.0% p=0.010");
+        assert_eq!(rows[0][3], "5.0000 (n=1) +10.0% p=0.010 insufficient data");
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::format::{num, p_value, pct};
 
 fn cell(label: &str, n: u32) -> CellResult {
     CellResult {
@@ -143,4 +144,171 @@ fn workload_metrics_travel_in_every_format() {
         md.contains("| new_order.p90_ms | ms, lower is better | 12.500 |"),
         "{md}"
     );
+}
+
+/// A job's cells as the analysis returns them when it excludes suspect runs and has a target.
+fn judged_cells() -> Vec<CellResult> {
+    let base = CellResult {
+        label: "bs=8K".into(),
+        metric: "tps".into(),
+        unit: "tps".into(),
+        higher_is_better: true,
+        is_baseline: true,
+        n: 3,
+        runs_total: 3,
+        mean: 1000.0,
+        stddev: 10.0,
+        cv: 0.01,
+        ci95_low: 975.2,
+        ci95_high: 1024.8,
+        ci95_half_width_pct: Some(2.48),
+        verdict: "baseline".into(),
+        equivalence_pct: 2.0,
+        target_ci_pct: Some(2.0),
+        target_status: "max repetitions reached".into(),
+        all_runs: Some(CellStats {
+            n: 3,
+            verdict: "baseline".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let aa = CellResult {
+        label: "bs=8K replicate".into(),
+        is_baseline: false,
+        replicate: true,
+        compared_on: "replicate".into(),
+        baseline_label: "bs=8K".into(),
+        baseline_cell_index: Some(0),
+        pct_change_vs_baseline: Some(0.1),
+        pct_change_ci95_low: Some(-0.4),
+        pct_change_ci95_high: Some(0.6),
+        pct_change_ci90_low: Some(-0.3),
+        pct_change_ci90_high: Some(0.5),
+        p_value: Some(0.7),
+        q_value: Some(0.8),
+        tost_p_value: Some(0.0004),
+        tost_q_value: Some(0.0008),
+        verdict: "equivalent".into(),
+        target_status: "target reached".into(),
+        runs_suspect: 1,
+        runs_excluded: 1,
+        n: 2,
+        suspect_reasons: vec!["errors".into()],
+        held_constant: "all 4 memory settings equal to the baseline's".into(),
+        all_runs: Some(CellStats {
+            n: 3,
+            pct_change_vs_baseline: Some(3.5),
+            q_value: Some(0.3),
+            verdict: "inconclusive".into(),
+            ..Default::default()
+        }),
+        ..base.clone()
+    };
+    vec![base, aa]
+}
+
+#[test]
+fn q_values_band_verdicts_and_the_all_runs_statistics_are_shown() {
+    let r = QueryResultsResponse {
+        job_id: "j".into(),
+        cells: judged_cells(),
+        ..Default::default()
+    };
+    let (head, rows) = table_rows(&r.cells, false);
+    let col = |name: &str| {
+        head.iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no {name} in {head:?}"))
+    };
+    let aa = &rows[1];
+    assert_eq!(aa[col("q-value")], "0.800");
+    assert_eq!(aa[col("TOST q (±2.0%)")], "<0.001");
+    assert_eq!(aa[col("verdict")], "equivalent");
+    assert_eq!(aa[col("compared on")], "replicate");
+    assert_eq!(aa[col("CI ±% of mean")], "±2.5%");
+    assert_eq!(rows[0][col("repetitions")], "max repetitions reached");
+    assert_eq!(aa[col("suspect")], "1 (excluded)");
+    assert_eq!(aa[col("all runs: n/runs")], "3/3");
+    assert_eq!(aa[col("all runs: % change")], "+3.5%");
+    assert_eq!(aa[col("all runs: verdict")], "inconclusive");
+    assert_eq!(rows[0][col("all runs: verdict")], "baseline");
+    let table = render_results(&r, Format::Table);
+    for want in [
+        "held constant: bs=8K replicate: all 4 memory settings equal to the baseline's",
+        "equivalent: TOST q < 0.05 (90% CI inside ±2.0%)",
+        "the 'all runs' columns use every completed run",
+        "suspect runs in bs=8K replicate: errors (excluded)",
+        "repetitions: until the 95% CI is within ±2.0% of the mean",
+    ] {
+        assert!(table.contains(want), "table lacks {want:?}:\n{table}");
+    }
+    let md = render_results(&r, Format::Markdown);
+    assert!(
+        md.contains("| q-value | TOST q (±2.0%) | verdict |"),
+        "{md}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&render_results(&r, Format::Json)).expect("json");
+    let c = &json["cells"][1];
+    assert_eq!(c["q_value"], 0.8);
+    assert_eq!(c["tost_q_value"], 0.0008);
+    assert_eq!(c["equivalence_pct"], 2.0);
+    assert_eq!(c["compared_on"], "replicate");
+    assert_eq!(c["replicate"], true);
+    assert_eq!(c["target_status"], "target reached");
+    assert_eq!(
+        c["held_constant"],
+        "all 4 memory settings equal to the baseline's"
+    );
+    assert_eq!(c["all_runs"]["verdict"], "inconclusive");
+    assert_eq!(c["all_runs"]["pct_change"], 3.5);
+    assert_eq!(json["cells"][0]["held_constant"], serde_json::Value::Null);
+    let csv = render_results(&r, Format::Csv);
+    let lines: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    let at = |name: &str| {
+        lines[0]
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("no {name} in {csv}"))
+    };
+    assert_eq!(lines[2][at("q_value")], "0.8");
+    assert_eq!(lines[2][at("tost_p_value")], "0.0004");
+    assert_eq!(lines[2][at("verdict")], "equivalent");
+    assert_eq!(lines[2][at("all_runs_verdict")], "inconclusive");
+    assert_eq!(lines[2][at("all_runs_n")], "3");
+    assert_eq!(lines[1][at("all_runs_q_value")], "");
+}
+
+#[test]
+fn without_exclusion_or_target_the_extra_columns_stay_away() {
+    let mut cells = judged_cells();
+    for c in &mut cells {
+        c.all_runs = None;
+        c.target_status.clear();
+        c.target_ci_pct = None;
+        c.runs_excluded = 0;
+    }
+    let (head, rows) = table_rows(&cells, false);
+    assert!(
+        !head
+            .iter()
+            .any(|h| h.starts_with("all runs") || h == "repetitions")
+    );
+    // The default: suspect runs are in the statistics, counted.
+    assert_eq!(rows[1][head.len() - 1], "1");
+    let text = render_results(
+        &QueryResultsResponse {
+            cells,
+            ..Default::default()
+        },
+        Format::Table,
+    );
+    assert!(
+        text.contains("suspect runs in bs=8K replicate: errors (in the statistics)"),
+        "{text}"
+    );
+    // compare: no "compared on" column (every cell is compared on the job).
+    let (head, _) = table_rows(&judged_cells(), true);
+    assert!(!head.iter().any(|h| h == "compared on"), "{head:?}");
 }

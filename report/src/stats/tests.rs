@@ -1,5 +1,6 @@
 //! Statistics pinned to reference values computed independently with SciPy 1.17.1
-//! (NumPy 2.4.6), once, by this script:
+//! (NumPy 2.4.6), once, by this script (the TOST and Benjamini–Hochberg values below come from
+//! `report/tests/reference/stats_reference.py`, SciPy 1.17.1 and statsmodels 0.15.0):
 //!
 //! ```python
 //! import numpy as np
@@ -30,6 +31,18 @@ const C: [f64; 3] = [1198.0, 1275.5, 1222.1];
 const D: [f64; 4] = [1150.0, 1162.5, 1139.9, 1171.3];
 const L0: [f64; 4] = [2.41, 2.47, 2.39, 2.44];
 const L1: [f64; 3] = [2.30, 2.33, 2.28];
+
+/// The verdict of a single comparison (a family of one: q = p), without an equivalence test.
+fn judged(metric: &Metric, c: &Change) -> Verdict {
+    verdict(
+        metric,
+        Evidence {
+            change: Some(c),
+            q: c.p_value.is_finite().then_some(c.p_value),
+            tost_q: None,
+        },
+    )
+}
 
 /// Relative closeness (absolute near zero).
 fn close(got: f64, want: f64, tol: f64) -> bool {
@@ -169,7 +182,7 @@ fn welch_matches_scipy_and_gives_the_verdict() {
             pct_ci: (2.278_975_269_345_833, 9.304_955_475_953_756),
         },
     );
-    assert_eq!(verdict(&Metric::Tps, Some(&c)), Verdict::Faster);
+    assert_eq!(judged(&Metric::Tps, &c), Verdict::Faster);
 
     // Same means within noise.
     let c = check_welch(
@@ -185,10 +198,7 @@ fn welch_matches_scipy_and_gives_the_verdict() {
             pct_ci: (-6.670_953_692_281_242, 6.622_258_981_067_903),
         },
     );
-    assert_eq!(
-        verdict(&Metric::Tps, Some(&c)),
-        Verdict::NoSignificantDifference
-    );
+    assert_eq!(judged(&Metric::Tps, &c), Verdict::Inconclusive);
 
     // Latency went down: faster for a lower-is-better metric; slower for tps.
     let c = check_welch(
@@ -204,8 +214,8 @@ fn welch_matches_scipy_and_gives_the_verdict() {
             pct_ci: (-7.523_821_946_009_821, -2.706_181_486_877_262_5),
         },
     );
-    assert_eq!(verdict(&Metric::LatencyP99Ms, Some(&c)), Verdict::Faster);
-    assert_eq!(verdict(&Metric::Tps, Some(&c)), Verdict::Slower);
+    assert_eq!(judged(&Metric::LatencyP99Ms, &c), Verdict::Faster);
+    assert_eq!(judged(&Metric::Tps, &c), Verdict::Slower);
 
     // Unequal n, tps went down: slower.
     let c = check_welch(
@@ -221,8 +231,8 @@ fn welch_matches_scipy_and_gives_the_verdict() {
             pct_ci: (-9.606_072_731_801_337, -2.769_147_070_714_576),
         },
     );
-    assert_eq!(verdict(&Metric::Tps, Some(&c)), Verdict::Slower);
-    assert_eq!(verdict(&Metric::LatencyAvgMs, Some(&c)), Verdict::Faster);
+    assert_eq!(judged(&Metric::Tps, &c), Verdict::Slower);
+    assert_eq!(judged(&Metric::LatencyAvgMs, &c), Verdict::Faster);
 }
 
 #[test]
@@ -231,46 +241,79 @@ fn verdict_edges() {
     let three = summarize(&A).expect("three");
     assert_eq!(welch(&one, &three), None);
     assert_eq!(welch(&three, &one), None);
-    assert_eq!(verdict(&Metric::Tps, None), Verdict::InsufficientData);
-    // A p-value just under ALPHA with a CI that still touches zero is not significant.
+    assert_eq!(
+        verdict(&Metric::Tps, Evidence::default()),
+        Verdict::InsufficientData
+    );
+    // A q-value just under ALPHA with a CI that still touches zero is not significant.
     let c = Change {
         diff: 1.0,
+        se: 0.5,
         diff_ci95: (0.0, 2.0),
         df: 4.0,
         t: 2.0,
         p_value: 0.049,
+        zero_variance: false,
         pct: Some(1.0),
         pct_ci95: Some((0.0, 2.0)),
     };
-    assert_eq!(
-        verdict(&Metric::Tps, Some(&c)),
-        Verdict::NoSignificantDifference
-    );
+    assert_eq!(judged(&Metric::Tps, &c), Verdict::Inconclusive);
     let c = Change {
         p_value: 0.05,
         diff_ci95: (0.5, 1.5),
         ..c
     };
+    assert_eq!(judged(&Metric::Tps, &c), Verdict::Inconclusive);
+    // The q-value decides, not p: p = 0.01 but q = 0.06 across the family.
+    let c = Change { p_value: 0.01, ..c };
+    let e = |q: Option<f64>, tost_q: Option<f64>| Evidence {
+        change: Some(&c),
+        q,
+        tost_q,
+    };
     assert_eq!(
-        verdict(&Metric::Tps, Some(&c)),
-        Verdict::NoSignificantDifference
+        verdict(&Metric::Tps, e(Some(0.06), None)),
+        Verdict::Inconclusive
     );
-    // Zero variance on both sides: degenerate but defined.
+    assert_eq!(verdict(&Metric::Tps, e(Some(0.049), None)), Verdict::Faster);
+    // Outside the family (no q-value): no faster or slower.
+    assert_eq!(verdict(&Metric::Tps, e(None, None)), Verdict::Inconclusive);
+    // Equivalence is shown by the TOST q-value; it wins over a significant difference.
+    assert_eq!(
+        verdict(&Metric::Tps, e(Some(0.01), Some(0.049))),
+        Verdict::Equivalent
+    );
+    assert_eq!(
+        verdict(&Metric::Tps, e(Some(0.01), Some(0.05))),
+        Verdict::Faster
+    );
+    // Counts, shares, sizes and per-transaction costs are described, not judged.
+    let count = Metric::Workload {
+        name: "checkpoints_in_window".into(),
+        unit: "count".into(),
+        higher_is_better: false,
+    };
+    assert_eq!(verdict(&count, e(Some(0.001), None)), Verdict::NoVerdict);
+    // Zero variance on both sides: no p-value, and the verdict says so.
     let a = summarize(&[10.0, 10.0]).expect("a");
     let b = summarize(&[12.0, 12.0, 12.0]).expect("b");
     let c = welch(&a, &b).expect("n >= 2");
-    assert_eq!((c.p_value, c.diff_ci95, c.df), (0.0, (2.0, 2.0), 3.0));
-    assert_eq!(verdict(&Metric::Tps, Some(&c)), Verdict::Faster);
+    assert!(c.zero_variance && c.p_value.is_nan());
+    assert_eq!((c.diff_ci95, c.df), ((2.0, 2.0), 3.0));
+    assert_eq!(judged(&Metric::Tps, &c).as_str(), "differs, zero variance");
+    assert_eq!(tost(&a, &c, 2.0), None);
     let c = welch(&a, &a).expect("n >= 2");
-    assert_eq!(c.p_value, 1.0);
+    assert!(c.zero_variance);
     assert_eq!(
-        verdict(&Metric::Tps, Some(&c)),
-        Verdict::NoSignificantDifference
+        judged(&Metric::Tps, &c).as_str(),
+        "identical, zero variance"
     );
-    // A zero baseline mean has no percent change.
+    assert_eq!(judged(&count, &c).as_str(), "identical, zero variance");
+    // A zero baseline mean has no percent change and no equivalence band.
     let z = summarize(&[0.0, 0.0]).expect("z");
     let c = welch(&z, &b).expect("n >= 2");
     assert_eq!((c.pct, c.pct_ci95), (None, None));
+    assert_eq!(tost(&z, &c, 2.0), None);
 }
 
 #[test]
@@ -288,20 +331,48 @@ fn metrics_parse_and_name_the_allowed_ones() {
 
 #[test]
 fn suspect_rule() {
-    // Enough clean runs: suspect ones are excluded.
-    let s = select_runs([(1.0, false), (2.0, true), (3.0, false), (4.0, false)]);
+    let runs = || [(1.0, false), (2.0, true), (3.0, false), (4.0, false)];
+    // By default every completed run is used; the suspect ones are counted.
+    let s = select_runs(runs(), false);
+    assert_eq!(s.used, vec![1.0, 2.0, 3.0, 4.0]);
+    assert_eq!((s.suspect, s.excluded, s.suspect_included), (1, 0, false));
+    // Excluding: enough clean runs, suspect ones are left out.
+    let s = select_runs(runs(), true);
     assert_eq!(s.used, vec![1.0, 3.0, 4.0]);
     assert_eq!((s.suspect, s.excluded, s.suspect_included), (1, 1, false));
     // Exactly two clean runs remain: still excluded.
-    let s = select_runs([(1.0, true), (2.0, false), (3.0, false)]);
+    let s = select_runs([(1.0, true), (2.0, false), (3.0, false)], true);
     assert_eq!(s.used, vec![2.0, 3.0]);
     assert_eq!((s.suspect, s.excluded, s.suspect_included), (1, 1, false));
     // Excluding would leave one run: everything is used and the cell is marked.
-    let s = select_runs([(1.0, true), (2.0, false), (3.0, true)]);
+    let s = select_runs([(1.0, true), (2.0, false), (3.0, true)], true);
     assert_eq!(s.used, vec![1.0, 2.0, 3.0]);
     assert_eq!((s.suspect, s.excluded, s.suspect_included), (2, 0, true));
+    // The same runs by default: used, nothing to mark.
+    let s = select_runs([(1.0, true), (2.0, false), (3.0, true)], false);
+    assert_eq!(
+        (s.used.len(), s.excluded, s.suspect_included),
+        (3, 0, false)
+    );
     // No suspect runs: nothing to mark even with a single run.
-    let s = select_runs([(1.0, false)]);
+    let s = select_runs([(1.0, false)], true);
     assert_eq!(s.used, vec![1.0]);
     assert_eq!((s.suspect, s.excluded, s.suspect_included), (0, 0, false));
 }
+
+#[test]
+fn ci_half_width_in_percent_of_the_mean() {
+    let s = summarize(&A).expect("a");
+    // (1284.0799940619854 - 1232.1666666666667) / 1232.1666666666667
+    assert_close(
+        s.ci95_half_width_pct().expect("n >= 2"),
+        100.0 * (1_284.079_994_061_985_4 - 1_232.166_666_666_666_7) / 1_232.166_666_666_666_7,
+    );
+    assert_eq!(summarize(&[5.0]).expect("one").ci95_half_width_pct(), None);
+    assert_eq!(
+        summarize(&[0.0, 0.0]).expect("zero").ci95_half_width_pct(),
+        None
+    );
+}
+
+mod reference;

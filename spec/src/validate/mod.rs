@@ -90,6 +90,7 @@ fn validate(raw: RawSpec, files: &Files) -> Result<Spec, SpecError> {
             separate_wal: raw.layout.separate_wal,
             drop_os_cache: raw.layout.drop_os_cache,
             checkpoint_before: raw.layout.checkpoint_before.unwrap_or(true),
+            cold: raw.layout.cold,
         },
         db_host_labels: raw.placement.db_host_labels,
         client_workers,

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# How well the verdicts are calibrated: synthetic jobs with realistic noise (per-run CV 1-5%,
+# 3 to 10 runs per cell, a per-round drift random walk that hits every cell of a round alike)
+# go through the same analysis as real jobs. Prints, per n and CV, the false-positive rate of
+# faster/slower on A/A comparisons and the power to detect a +3% and a +5% tps change; then the
+# same without drift, and with only tps varying (a family of 3 comparisons instead of 24).
+# Deterministic (seeded); no database, no network.
+#
+#   bash bench/verdict-calibration.sh            # 2000 jobs per row
+#   JOBS=500 DRIFT_PCT=1.0 bash bench/verdict-calibration.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+jobs=${JOBS:-2000}
+drift=${DRIFT_PCT:-0.5}
+cargo build --release -q -p blocklab-report --example calibration
+bin=${CARGO_TARGET_DIR:-target}/release/examples/calibration
+
+echo "== with drift (step sd ${drift}% per round), all 8 pgbench columns"
+"$bin" "$jobs" "$drift"
+echo
+echo "== without drift"
+"$bin" "$jobs" 0
+echo
+echo "== with drift, only tps varying"
+"$bin" "$jobs" "$drift" tps-only

@@ -1,0 +1,91 @@
+//! What a comparison says, in plain words, from its tests and their q-values.
+
+use super::metric::Metric;
+use super::welch::{ALPHA, Change};
+
+/// The verdict of a cell against its baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Baseline,
+    /// Better in the metric's direction: q < ALPHA and the 95% CI of the change excludes 0.
+    Faster,
+    Slower,
+    /// The change is inside the equivalence band: TOST q < ALPHA (its 90% CI inside ±band).
+    Equivalent,
+    /// Neither shown.
+    Inconclusive,
+    /// Either side has fewer than 2 runs, or the cell has no baseline.
+    InsufficientData,
+    /// A count, share, size or per-transaction cost: the change is shown, not judged.
+    NoVerdict,
+    /// Both sides have zero variance: no test; the means are equal or they differ.
+    ZeroVariance {
+        identical: bool,
+    },
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Baseline => "baseline",
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::Equivalent => "equivalent",
+            Verdict::Inconclusive => "inconclusive",
+            Verdict::InsufficientData => "insufficient data",
+            Verdict::NoVerdict => "no verdict",
+            Verdict::ZeroVariance { identical: true } => "identical, zero variance",
+            Verdict::ZeroVariance { identical: false } => "differs, zero variance",
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a verdict is made from: the comparison and the q-values of its two tests across the
+/// job's family (`None` when the comparison is not in the family).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Evidence<'a> {
+    /// Welch's comparison; `None` when either side has fewer than 2 runs.
+    pub change: Option<&'a Change>,
+    /// Benjamini–Hochberg q-value of Welch's p-value.
+    pub q: Option<f64>,
+    /// Benjamini–Hochberg q-value of the TOST p-value.
+    pub tost_q: Option<f64>,
+}
+
+/// The verdict for a treatment cell, in this order: insufficient data (no comparison); zero
+/// variance on both sides; no verdict for a descriptive metric; equivalent when the TOST
+/// q-value is below ALPHA (a change shown to be inside the band is not one the band counts,
+/// even when it is also significant); faster or slower when the q-value is below ALPHA and
+/// the 95% CI of the difference excludes 0; otherwise inconclusive.
+pub fn verdict(metric: &Metric, e: Evidence<'_>) -> Verdict {
+    let Some(c) = e.change else {
+        return Verdict::InsufficientData;
+    };
+    if c.zero_variance {
+        return Verdict::ZeroVariance {
+            identical: c.diff == 0.0,
+        };
+    }
+    if metric.is_descriptive() {
+        return Verdict::NoVerdict;
+    }
+    if e.tost_q.is_some_and(|q| q < ALPHA) {
+        return Verdict::Equivalent;
+    }
+    let excludes_zero = c.diff_ci95.0 > 0.0 || c.diff_ci95.1 < 0.0;
+    if e.q.is_some_and(|q| q < ALPHA) && excludes_zero {
+        if (c.diff > 0.0) == metric.higher_is_better() {
+            Verdict::Faster
+        } else {
+            Verdict::Slower
+        }
+    } else {
+        Verdict::Inconclusive
+    }
+}

@@ -36,6 +36,8 @@ enum Command {
     /// Validate a spec and submit it as a job (or only print the plan with --dry-run).
     #[command(after_help = SUBMIT_EXAMPLES)]
     Submit {
+        /// The spec file. The script and init SQL files it names (workload.scripts[].file,
+        /// [workload.init] sql) are read relative to its directory, checked and sent with it.
         spec: PathBuf,
         /// Validate and print the cells and runs without contacting the coordinator.
         #[arg(long)]
@@ -54,7 +56,9 @@ enum Command {
     #[command(after_help = JOB_EXAMPLES)]
     Job {
         job_id: String,
-        /// Run number (as listed) to show in detail: server statistics, settings, suspect reasons.
+        /// Run number (as listed) to show in detail: server statistics, settings, suspect
+        /// reasons, schedule lag, late and skipped counts, the random seed and per-statement
+        /// latencies.
         #[arg(long)]
         run: Option<u32>,
     },
@@ -220,14 +224,17 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             dry_run,
             watch,
         } => {
-            let (text, parsed) = cli::load_spec(&spec)?;
+            let loaded = cli::load_spec(&spec)?;
             if dry_run {
-                print!("{}", cli::render_job_plan(&parsed));
+                print!("{}", cli::render_job_plan(&loaded.spec));
                 return Ok(ExitCode::SUCCESS);
             }
             let mut client = connect().await?;
             let r = client
-                .submit_job(SubmitJobRequest { spec_toml: text })
+                .submit_job(SubmitJobRequest {
+                    spec_toml: loaded.text,
+                    files: loaded.files.into_iter().collect(),
+                })
                 .await?
                 .into_inner();
             println!(

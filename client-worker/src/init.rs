@@ -232,6 +232,36 @@ pub async fn init_with(conninfo: &str, o: &InitOptions) -> Result<InitReport, Wo
     })
 }
 
+/// Runs the user's SQL file `name` (many statements, one simple query, as psql -f would in
+/// one go) on the database a conninfo names; its seconds. An error names the file and the
+/// line the server points at.
+pub async fn run_sql(conninfo: &str, name: &str, text: &str) -> Result<f64, WorkerError> {
+    let started = Instant::now();
+    let target = Target::parse(conninfo)?;
+    let (client, conn_task) = target.connect().await?;
+    tracing::info!(target = %target.display, file = name, bytes = text.len(), "running init sql");
+    let res = client.batch_execute(text).await;
+    drop(client);
+    let _ = conn_task.await;
+    res.map_err(|e| {
+        let line = e
+            .as_db_error()
+            .and_then(|d| match d.position() {
+                Some(tokio_postgres::error::ErrorPosition::Original(p)) => Some(*p as usize),
+                _ => None,
+            })
+            .map(|p| {
+                let upto: String = text.chars().take(p.saturating_sub(1)).collect();
+                upto.matches('\n').count() + 1
+            });
+        let at = line.map_or(name.to_string(), |l| format!("{name}:{l}"));
+        WorkerError::sql(at, &e)
+    })?;
+    let seconds = started.elapsed().as_secs_f64();
+    tracing::info!(file = name, seconds, "init sql done");
+    Ok(seconds)
+}
+
 async fn generate_server_side(client: &Client, scale: i64) -> Result<(), WorkerError> {
     exec(client, "begin").await?;
     exec(

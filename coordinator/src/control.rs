@@ -13,7 +13,13 @@ use crate::catalog::{JobRecord, RunRecord};
 use crate::error::status;
 use crate::results;
 use crate::scheduler::Scheduler;
-use blocklab_spec::{JobPlan, RunState, Stage};
+use blocklab_spec::{Files, JobPlan, RunState, Stage};
+
+/// A job's random seed when its spec names none: positive as a TOML integer, so a spec can
+/// name it to rerun the job's draws.
+fn new_seed() -> u64 {
+    (uuid::Uuid::new_v4().as_u64_pair().0 >> 1).max(1)
+}
 
 /// `{:?}` of a caller's value, cut to 64 characters.
 fn shown(value: &str) -> String {
@@ -81,13 +87,16 @@ impl Control for ControlService {
         &self,
         request: Request<SubmitJobRequest>,
     ) -> Result<Response<SubmitJobResponse>, Status> {
-        let text = request.into_inner().spec_toml;
+        let req = request.into_inner();
+        let (text, files): (String, Files) = (req.spec_toml, req.files.into_iter().collect());
         let catalog = &self.scheduler.catalog;
         // The one parse of this submission: from here on the coordinator reads the stored plan.
-        let job = JobPlan::parse(&text, None).map_err(|e| status(&e))?;
+        let job = JobPlan::parse_with(&text, None, &files)
+            .map_err(|e| status(&e))?
+            .with_random_seed(new_seed());
         let job_id = catalog.insert_job(&text, &job).await?;
         let (cells, runs) = job.size();
-        tracing::info!(job_id = %job_id, cells, runs, "job submitted");
+        tracing::info!(job_id = %job_id, cells, runs, files = files.len(), random_seed = ?job.random_seed(), "job submitted");
         self.scheduler.start_job(job_id.clone());
         Ok(Response::new(SubmitJobResponse {
             job_id,
@@ -130,7 +139,25 @@ impl Control for ControlService {
                     ))
                 })?;
             let d = catalog.run_detail(&run.run_id).await?;
+            let load = catalog.run_load_detail(&run.run_id).await?;
             Some(RunDetail {
+                statements: load
+                    .statements
+                    .into_iter()
+                    .map(|s| StatementLatency {
+                        script: s.0,
+                        position: s.1,
+                        command: s.2,
+                        count: s.3,
+                        latency_avg_ms: s.4,
+                        failures: s.5,
+                    })
+                    .collect(),
+                schedule_lag_avg_ms: load.schedule_lag_avg_ms,
+                schedule_lag_max_ms: load.schedule_lag_max_ms,
+                late: load.late,
+                skipped: load.skipped,
+                random_seed: load.random_seed,
                 run: Some(run_info(run)),
                 stats: d
                     .stats

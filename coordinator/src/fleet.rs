@@ -20,7 +20,7 @@ use blocklab_daemon::metrics::Counter;
 use blocklab_spec::Stage;
 
 use crate::catalog::{Catalog, HostRecord};
-use crate::load::{LoadResult, Metric, Sample, TxnType};
+use crate::load::{LoadResult, Metric, Sample, Statement, TxnType};
 
 /// Heartbeat settings handed to hosts and used to judge them down.
 #[derive(Debug, Clone, Copy)]
@@ -506,6 +506,20 @@ impl From<blocklab_proto::RunLoadResult> for LoadResult {
             client_cpu_user_s: r.client_cpu_user_s,
             client_cpu_system_s: r.client_cpu_system_s,
             schedule_lag_avg_ms: r.schedule_lag_avg_ms,
+            schedule_lag_max_ms: r.schedule_lag_max_ms,
+            statements: r
+                .statements
+                .into_iter()
+                .map(|s| Statement {
+                    script_index: s.script_index,
+                    script: s.script,
+                    position: s.position,
+                    command: s.command,
+                    count: s.count,
+                    latency_sum_ms: s.latency_sum_ms,
+                    failures: s.failures,
+                })
+                .collect(),
             samples: r
                 .samples
                 .into_iter()

@@ -24,6 +24,7 @@ pub struct LoadResult {
     pub client_cpu_user_s: f64,
     pub client_cpu_system_s: f64,
     pub schedule_lag_avg_ms: f64,
+    pub schedule_lag_max_ms: f64,
     pub samples: Vec<Sample>,
     /// Serialized HDR histogram (V2 deflate) of latencies in microseconds.
     pub latency_histogram: Vec<u8>,
@@ -31,6 +32,30 @@ pub struct LoadResult {
     pub clients: u32,
     /// Per transaction type (TPC-C-like) or query class (AS3AP-like).
     pub txn_types: Vec<TxnType>,
+    /// Per statement of each script (pgbench -r).
+    pub statements: Vec<Statement>,
+}
+
+/// One command of one script: how often it ran, its summed latency, its failures.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Statement {
+    pub script_index: u32,
+    pub script: String,
+    pub position: u32,
+    pub command: String,
+    pub count: u64,
+    pub latency_sum_ms: f64,
+    pub failures: u64,
+}
+
+impl Statement {
+    pub fn latency_avg_ms(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.latency_sum_ms / self.count as f64
+        }
+    }
 }
 
 /// One second of a window.

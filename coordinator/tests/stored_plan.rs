@@ -82,6 +82,7 @@ async fn an_unparsable_stored_spec_breaks_nothing() {
         .client
         .submit_job(SubmitJobRequest {
             spec_toml: SPEC.into(),
+            ..Default::default()
         })
         .await
         .expect("submit")

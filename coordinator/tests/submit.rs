@@ -98,6 +98,7 @@ async fn bad_specs_are_refused_and_nothing_is_stored() {
         let err = client
             .submit_job(SubmitJobRequest {
                 spec_toml: text.clone(),
+                ..Default::default()
             })
             .await
             .expect_err("must be refused");
@@ -109,6 +110,47 @@ async fn bad_specs_are_refused_and_nothing_is_stored() {
         );
     }
     assert_eq!(counts(&db), before, "nothing stored after bad specs");
+
+    // Files: named but not sent, sent but not named, a script that does not parse.
+    let scripted = GOOD.replace(
+        "duration = \"1s\"",
+        "duration = \"1s\"\nscripts = [{ file = \"mine.sql\" }]",
+    );
+    let file_cases = [
+        (
+            scripted.as_str(),
+            vec![],
+            "workload.scripts[0].file",
+            "not sent",
+        ),
+        (GOOD, vec![("extra.sql", "SELECT 1;")], "files", "extra.sql"),
+        (
+            scripted.as_str(),
+            vec![("mine.sql", "SELECT 1;\n\\set x random(1,\n")],
+            "workload.scripts[0].file",
+            "mine.sql:2:",
+        ),
+    ];
+    for (text, files, field, words) in file_cases {
+        let err = client
+            .submit_job(SubmitJobRequest {
+                spec_toml: text.to_string(),
+                files: files
+                    .into_iter()
+                    .map(|(k, v): (&str, &str)| (k.to_string(), v.to_string()))
+                    .collect(),
+            })
+            .await
+            .expect_err("must be refused");
+        assert_eq!(err.code(), tonic::Code::InvalidArgument, "{field}: {err:?}");
+        assert!(
+            err.message().starts_with(&format!("{field}:")) && err.message().contains(words),
+            "message names {field} and {words}: {}",
+            err.message()
+        );
+    }
+    assert_eq!(counts(&db), before, "nothing stored after bad files");
+    assert_eq!(scripts_stored(&db), 0);
 
     // A bad job id is a clear error too.
     let err = client
@@ -132,6 +174,7 @@ async fn bad_specs_are_refused_and_nothing_is_stored() {
     let ok = client
         .submit_job(SubmitJobRequest {
             spec_toml: GOOD.to_string(),
+            ..Default::default()
         })
         .await
         .expect("accepted")
@@ -170,6 +213,18 @@ async fn bad_specs_are_refused_and_nothing_is_stored() {
     assert_eq!(results.cells[1].runs_ok, 0);
 }
 
+fn scripts_stored(db: &std::path::Path) -> i64 {
+    let out = std::process::Command::new("sqlite3")
+        .arg(db)
+        .arg("SELECT count(*) FROM job_scripts;")
+        .output()
+        .expect("sqlite3 is installed");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("count")
+}
+
 fn uuid_like() -> String {
     "00000000-0000-4000-8000-000000000000".to_string()
 }
@@ -181,6 +236,7 @@ async fn a_shuffled_job_stores_its_seed_and_order() {
     let ok = client
         .submit_job(SubmitJobRequest {
             spec_toml: text.clone(),
+            ..Default::default()
         })
         .await
         .expect("accepted")

@@ -81,6 +81,27 @@ pub(super) fn validate_kind(prefix: &str, w: &RawWorkload) -> Result<WorkloadKin
     let pgbench_only = [
         ("builtin", w.builtin.is_some()),
         ("protocol", w.protocol.is_some()),
+        ("scripts", w.scripts.is_some()),
+        ("variables", w.variables.is_some()),
+        ("rate", w.rate.is_some()),
+        ("latency_limit", w.latency_limit.is_some()),
+        ("max_tries", w.max_tries.is_some()),
+        ("retry_time_limit", w.retry_time_limit.is_some()),
+        (
+            "connect_per_transaction",
+            w.connect_per_transaction.is_some(),
+        ),
+        ("transactions", w.transactions.is_some()),
+        ("random_seed", w.random_seed.is_some()),
+        ("statement_latencies", w.statement_latencies.is_some()),
+        ("continue_on_error", w.continue_on_error.is_some()),
+        ("init", w.init.is_some()),
+        ("fillfactor", w.fillfactor.is_some()),
+        ("partitions", w.partitions.is_some()),
+        ("partition_method", w.partition_method.is_some()),
+        ("unlogged", w.unlogged.is_some()),
+        ("foreign_keys", w.foreign_keys.is_some()),
+        ("init_steps", w.init_steps.is_some()),
     ];
     let groups: [(WorkloadName, &[(&str, bool)]); 4] = [
         (WorkloadName::Pgbench, &pgbench_only),

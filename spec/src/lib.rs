@@ -3,6 +3,7 @@
 
 mod baselines;
 mod error;
+mod files;
 mod kind;
 mod limits;
 mod memory;
@@ -13,11 +14,13 @@ mod planning;
 mod probe;
 mod raw;
 mod reserved;
+mod script;
 pub mod state;
 mod stored;
 mod validate;
 
 pub use error::SpecError;
+pub use files::{named_files, referenced_files};
 pub use kind::{AS3AP_MIXES, MAINTENANCE_STEPS};
 pub use limits::*;
 pub use memory::{
@@ -26,6 +29,9 @@ pub use memory::{
 pub use model::*;
 pub use probe::{PROBE_CHUNKS_KB, parse_size, spec_kind};
 pub use reserved::RESERVED_SETTINGS;
+pub use script::{
+    DataInit, Files, PgbenchInit, PgbenchOptions, ScriptSource, UserFile, WeightedScript,
+};
 pub use state::{JobKind, JobState, RunState, Stage, WorkloadName};
 pub use stored::JobPlan;
 pub use validate::validate_configure_flag;

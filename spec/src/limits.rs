@@ -18,3 +18,10 @@ pub const MAX_SPEC_BYTES: usize = 256 * 1024;
 pub const DEFAULT_EQUIVALENCE_PCT: f64 = 2.0;
 /// Most repetitions a job may ask for (fixed, or adaptive's maximum).
 pub const MAX_REPETITIONS: u32 = 1000;
+/// Largest script file a spec may name, in bytes.
+pub const MAX_SCRIPT_BYTES: usize = 256 * 1024;
+/// Largest `[workload.init] sql` file, in bytes (the whole submission stays under the
+/// Control service's 4 MiB message limit).
+pub const MAX_INIT_SQL_BYTES: usize = 2 * 1024 * 1024;
+/// Most scripts in a mix.
+pub const MAX_SCRIPTS: usize = 32;

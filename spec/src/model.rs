@@ -5,6 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::memory::MemoryPolicy;
+use crate::script::{DataInit, PgbenchOptions};
 use crate::state::WorkloadName;
 
 /// How runs of different cells are ordered.
@@ -83,6 +84,12 @@ pub struct Workload {
     pub warmup: Duration,
     pub protocol: String,
     pub threads: u32,
+    /// pgbench's run options (scripts, variables, rate, limits, retries, seed, ...).
+    #[serde(default)]
+    pub pgbench: PgbenchOptions,
+    /// How each run's database gets its data.
+    #[serde(default)]
+    pub init: DataInit,
 }
 
 /// Per-job choices about the cluster and the measured window.
@@ -477,8 +484,16 @@ impl Workload {
         };
         match &self.kind {
             WorkloadKind::Pgbench => format!(
-                "pgbench {} ({} protocol), scale {}, {window}",
-                self.builtin, self.protocol, self.scale
+                "pgbench {} ({} protocol), scale {}, {}, data: {}",
+                self.pgbench.describe(&self.builtin),
+                self.protocol,
+                self.scale,
+                if self.pgbench.transactions > 0 {
+                    format!("{} transactions per client", self.pgbench.transactions)
+                } else {
+                    window
+                },
+                self.init.describe()
             ),
             WorkloadKind::Tpcc {
                 keying_thinking,

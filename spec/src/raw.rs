@@ -158,6 +158,43 @@ pub(super) struct RawWorkload {
     pub single_user: Option<bool>,
     #[serde(default)]
     pub steps: Option<Vec<String>>,
+    #[serde(default)]
+    pub scripts: Option<Vec<RawScript>>,
+    #[serde(default)]
+    pub variables: Option<BTreeMap<String, toml::Value>>,
+    #[serde(default)]
+    pub rate: Option<f64>,
+    #[serde(default)]
+    pub latency_limit: Option<String>,
+    #[serde(default)]
+    pub max_tries: Option<u32>,
+    #[serde(default)]
+    pub retry_time_limit: Option<String>,
+    #[serde(default)]
+    pub connect_per_transaction: Option<bool>,
+    #[serde(default)]
+    pub transactions: Option<u64>,
+    #[serde(default)]
+    pub random_seed: Option<u64>,
+    #[serde(default)]
+    pub statement_latencies: Option<bool>,
+    #[serde(default)]
+    pub continue_on_error: Option<bool>,
+    /// `"pgbench"`, `"none"`, or a table `{ sql, dump, pgbench }`.
+    #[serde(default)]
+    pub init: Option<toml::Value>,
+    #[serde(default)]
+    pub fillfactor: Option<u32>,
+    #[serde(default)]
+    pub partitions: Option<u32>,
+    #[serde(default)]
+    pub partition_method: Option<String>,
+    #[serde(default)]
+    pub unlogged: Option<bool>,
+    #[serde(default)]
+    pub foreign_keys: Option<bool>,
+    #[serde(default)]
+    pub init_steps: Option<String>,
 }
 
 /// A workload variant: any field of `[workload]`, overriding it.
@@ -176,6 +213,37 @@ pub(super) struct RawWorkloadOverride {
     pub mixes: Option<Vec<String>>,
     pub single_user: Option<bool>,
     pub steps: Option<Vec<String>>,
+    pub scripts: Option<Vec<RawScript>>,
+    pub variables: Option<BTreeMap<String, toml::Value>>,
+    pub rate: Option<f64>,
+    pub latency_limit: Option<String>,
+    pub max_tries: Option<u32>,
+    pub retry_time_limit: Option<String>,
+    pub connect_per_transaction: Option<bool>,
+    pub transactions: Option<u64>,
+    pub random_seed: Option<u64>,
+    pub statement_latencies: Option<bool>,
+    pub continue_on_error: Option<bool>,
+    pub init: Option<toml::Value>,
+    pub fillfactor: Option<u32>,
+    pub partitions: Option<u32>,
+    pub partition_method: Option<String>,
+    pub unlogged: Option<bool>,
+    pub foreign_keys: Option<bool>,
+    pub init_steps: Option<String>,
+}
+
+/// One script of `workload.scripts`: `{ file = "mine.sql", weight = 2 }` or
+/// `{ builtin = "select-only" }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawScript {
+    #[serde(default)]
+    pub file: Option<String>,
+    #[serde(default)]
+    pub builtin: Option<String>,
+    #[serde(default)]
+    pub weight: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::SpecError;
-use crate::model::{JobSpec, Plan, ProbeSpec, Spec};
+use crate::model::{JobSpec, Plan, ProbeSpec, Spec, WorkloadKind};
+use crate::script::{Files, ScriptSource, UserFile};
 use crate::state::JobKind;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,6 +22,56 @@ impl JobPlan {
     /// shuffled order).
     pub fn parse(text: &str, seed: Option<u64>) -> Result<Self, SpecError> {
         Ok(Self::new(JobSpec::parse_with_seed(text, seed)?))
+    }
+
+    /// Like `parse`, with the files the spec names as sent beside it.
+    pub fn parse_with(text: &str, seed: Option<u64>, files: &Files) -> Result<Self, SpecError> {
+        Ok(Self::new(JobSpec::parse_with(text, seed, files)?))
+    }
+
+    /// Gives every pgbench workload without a random seed `seed` (the job's one seed,
+    /// chosen at submit when the spec names none).
+    pub fn with_random_seed(mut self, seed: u64) -> Self {
+        if let JobPlan::Benchmark { spec, .. } = &mut self {
+            let workloads = std::iter::once(&mut spec.workload)
+                .chain(spec.workload_variants.iter_mut().map(|(_, w)| w));
+            for w in workloads {
+                if w.kind == WorkloadKind::Pgbench {
+                    w.pgbench.random_seed.get_or_insert(seed);
+                }
+            }
+        }
+        self
+    }
+
+    /// The job's random seed: its workload's (pgbench jobs only).
+    pub fn random_seed(&self) -> Option<u64> {
+        match self {
+            JobPlan::Benchmark { spec, .. } => spec.workload.pgbench.random_seed,
+            JobPlan::Probe(_) => None,
+        }
+    }
+
+    /// The user's files the job holds: (role, file), role `script` or `init-sql`, each
+    /// (name, role) once.
+    pub fn user_files(&self) -> Vec<(&'static str, &UserFile)> {
+        let mut out: Vec<(&'static str, &UserFile)> = Vec::new();
+        if let JobPlan::Benchmark { spec, .. } = self {
+            let workloads = std::iter::once(&spec.workload)
+                .chain(spec.workload_variants.iter().map(|(_, w)| w));
+            for w in workloads {
+                let scripts = w.pgbench.scripts.iter().filter_map(|s| match &s.source {
+                    ScriptSource::File(f) => Some(("script", f)),
+                    ScriptSource::Builtin(_) => None,
+                });
+                for (role, f) in scripts.chain(w.init.sql.iter().map(|f| ("init-sql", f))) {
+                    if !out.iter().any(|(r, o)| *r == role && o.name == f.name) {
+                        out.push((role, f));
+                    }
+                }
+            }
+        }
+        out
     }
 
     pub fn new(spec: JobSpec) -> Self {

@@ -281,9 +281,23 @@ pub async fn run_job(
     spec: &str,
     timeout: Duration,
 ) -> (String, String) {
+    run_job_with_files(client, spec, &[], timeout).await
+}
+
+/// Like [`run_job`], sending `files` (path as the spec names it, text) with the spec.
+pub async fn run_job_with_files(
+    client: &mut ControlClient<Channel>,
+    spec: &str,
+    files: &[(&str, &str)],
+    timeout: Duration,
+) -> (String, String) {
     let submitted = client
         .submit_job(blocklab_proto::v1::SubmitJobRequest {
             spec_toml: spec.to_string(),
+            files: files
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         })
         .await
         .expect("submit")

@@ -31,7 +31,10 @@ separate_wal = true
         pg_tarball().display()
     );
     let submitted = client
-        .submit_job(blocklab_proto::v1::SubmitJobRequest { spec_toml: spec })
+        .submit_job(blocklab_proto::v1::SubmitJobRequest {
+            spec_toml: spec,
+            ..Default::default()
+        })
         .await
         .expect("submit")
         .into_inner();

@@ -41,6 +41,7 @@ async fn run_job(
     let submitted = client
         .submit_job(SubmitJobRequest {
             spec_toml: spec(name),
+            ..Default::default()
         })
         .await
         .expect("submit")

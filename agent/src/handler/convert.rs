@@ -194,6 +194,14 @@ pub fn probe_row(r: probe::ProbeRow) -> ProbeRow {
     }
 }
 
+/// A restored dump in the wire form.
+pub(super) fn restore_result(r: crate::maintenance::Restored) -> blocklab_proto::RestoreDumpResult {
+    blocklab_proto::RestoreDumpResult {
+        seconds: r.seconds,
+        bytes: r.bytes,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,12 @@ impl TaskHandler for AgentHandler {
                     Err(e) => TaskFailure::at(Stage::Maintenance)(e).into_outcome(),
                 }
             }
+            Some(task::Kind::RestoreDump(r)) => {
+                match self.restore_dump(&task.run_id, &r, &progress).await {
+                    Ok(r) => task_result::Outcome::RestoreDump(r),
+                    Err(e) => TaskFailure::at(Stage::LoadingData)(e).into_outcome(),
+                }
+            }
             Some(task::Kind::ResetCaches(r)) => match self.reset_caches(&task.run_id, &r).await {
                 Ok(r) => task_result::Outcome::ResetCaches(r),
                 Err(e) => TaskFailure::at(Stage::WarmingUp)(e).into_outcome(),
@@ -98,6 +104,7 @@ fn kind_name(k: &task::Kind) -> &'static str {
         task::Kind::ListBuilds(_) => "list_builds",
         task::Kind::WorkloadStep(_) => "workload_step",
         task::Kind::RunMaintenance(_) => "run_maintenance",
+        task::Kind::RestoreDump(_) => "restore_dump",
         task::Kind::ResetCaches(_) => "reset_caches",
         task::Kind::WalStats(_) => "wal_stats",
     }

@@ -95,3 +95,63 @@ pub async fn restore(c: &Cluster, limit: Duration, dump: &Path) -> Result<f64, A
         .await?;
     Ok(started.elapsed().as_secs_f64())
 }
+
+/// What restoring a user's dump did.
+pub struct Restored {
+    pub seconds: f64,
+    pub bytes: u64,
+}
+
+/// Restores the user's `pg_dump` archive `dump` (a file or a directory-format dump on this
+/// host, readable by the PostgreSQL user) into the run's database with the build's own
+/// `pg_restore`, as the PostgreSQL user; ownership and privileges in the dump are not
+/// applied (the run has one role).
+pub async fn restore_dump(
+    c: &Cluster,
+    limit: Duration,
+    dump: &Path,
+) -> Result<Restored, AgentError> {
+    if !dump.is_absolute() {
+        return Err(AgentError::invalid(
+            "dump",
+            format!("{} is not an absolute path", dump.display()),
+        ));
+    }
+    let meta = std::fs::metadata(dump).map_err(|e| {
+        AgentError::invalid(
+            "dump",
+            format!("{} cannot be read on this host: {e}", dump.display()),
+        )
+    })?;
+    if !meta.is_file() && !meta.is_dir() {
+        return Err(AgentError::invalid(
+            "dump",
+            format!(
+                "{} is not a file or a directory-format dump",
+                dump.display()
+            ),
+        ));
+    }
+    if let Some(dir) = dump.parent() {
+        crate::users::check_traversable(dir, &c.run_as)
+            .map_err(|e| AgentError::invalid("dump", e.to_string()))?;
+    }
+    let passfile = passfile(c)?;
+    let cmd = pg_tool(c, limit, "pg_restore", &passfile)
+        .args([
+            "--no-owner",
+            "--no-privileges",
+            "--exit-on-error",
+            "-j",
+            "1",
+        ])
+        .args(["-d", crate::cluster::BENCH_DB])
+        .arg(dump);
+    let started = Instant::now();
+    cmd.run_logged(&c.run_dir.join("init-pg_restore.log"))
+        .await?;
+    Ok(Restored {
+        seconds: started.elapsed().as_secs_f64(),
+        bytes: if meta.is_file() { meta.len() } else { 0 },
+    })
+}

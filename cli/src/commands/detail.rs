@@ -161,6 +161,34 @@ pub fn render_run_detail(d: &RunDetail) -> String {
         }
         let _ = writeln!(out, "{t}");
     }
+    if d.random_seed != 0 || d.late + d.skipped > 0 || d.schedule_lag_max_ms > 0.0 {
+        let _ = writeln!(
+            out,
+            "schedule lag avg {:.3} ms, max {:.3} ms; late {}, skipped {}; random seed {}",
+            d.schedule_lag_avg_ms, d.schedule_lag_max_ms, d.late, d.skipped, d.random_seed
+        );
+    }
+    if !d.statements.is_empty() {
+        let mut t = table(&[
+            "script",
+            "#",
+            "command",
+            "count",
+            "latency avg ms",
+            "failures",
+        ]);
+        for s in &d.statements {
+            t.add_row(vec![
+                s.script.clone(),
+                (s.position + 1).to_string(),
+                s.command.clone(),
+                s.count.to_string(),
+                format!("{:.3}", s.latency_avg_ms),
+                s.failures.to_string(),
+            ]);
+        }
+        let _ = writeln!(out, "{t}");
+    }
     if !d.shares.is_empty() {
         let mut t = table(&[
             "worker",

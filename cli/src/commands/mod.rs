@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use blocklab_spec::JobSpec;
+use blocklab_spec::{Files, JobSpec, referenced_files};
 
 mod detail;
 mod listing;
@@ -28,15 +28,34 @@ pub use plan::{render_job_plan, render_plan};
 pub use probe::{probe_job, probe_results_if_probe, render_probe};
 pub use watch::watch;
 
-/// Reads and validates a spec file of either kind; nothing is sent anywhere.
-pub fn load_spec(path: &Path) -> Result<(String, JobSpec), CliError> {
-    let text = std::fs::read_to_string(path).map_err(|error| CliError::Read {
+/// A spec as read for submission: its text, the files it names (read relative to the spec
+/// file's directory, keyed by the path as the spec writes it) and the validated spec.
+pub struct LoadedSpec {
+    pub text: String,
+    pub files: Files,
+    pub spec: JobSpec,
+}
+
+/// Reads and validates a spec file of either kind, with the script and init SQL files it
+/// names; nothing is sent anywhere.
+pub fn load_spec(path: &Path) -> Result<LoadedSpec, CliError> {
+    let read = |p: &Path| {
+        std::fs::read_to_string(p).map_err(|error| CliError::Read {
+            path: p.display().to_string(),
+            error,
+        })
+    };
+    let text = read(path)?;
+    let spec_error = |error| CliError::Spec {
         path: path.display().to_string(),
         error,
-    })?;
-    let spec = JobSpec::parse(&text).map_err(|error| CliError::Spec {
-        path: path.display().to_string(),
-        error,
-    })?;
-    Ok((text, spec))
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut files = Files::new();
+    for name in referenced_files(&text).map_err(spec_error)? {
+        let file = dir.join(&name);
+        files.insert(name, read(&file)?);
+    }
+    let spec = JobSpec::parse_with(&text, None, &files).map_err(spec_error)?;
+    Ok(LoadedSpec { text, files, spec })
 }

@@ -89,7 +89,7 @@ pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
         let _ = writeln!(
             out,
             "workload {name}: {} for {} (warm-up {}) protocol {}, {} thread(s)",
-            w.builtin,
+            w.pgbench.describe(&w.builtin),
             humantime::format_duration(w.duration),
             humantime::format_duration(w.warmup),
             w.protocol,
@@ -98,6 +98,19 @@ pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
     }
     for (name, src) in &spec.sources {
         let _ = writeln!(out, "source {name}: {}", src.describe());
+    }
+    let plan = blocklab_spec::JobPlan::Benchmark {
+        spec: Box::new(spec.clone()),
+        plan: plan.clone(),
+    };
+    for (role, f) in plan.user_files() {
+        let _ = writeln!(
+            out,
+            "{role} {}: {} bytes, sha256 {}",
+            f.name,
+            f.text.len(),
+            f.sha256
+        );
     }
     out
 }

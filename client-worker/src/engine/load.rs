@@ -267,7 +267,11 @@ pub async fn run_load_controlled(
     let timeline = Timeline {
         start,
         window_start,
-        end: timed.then(|| window_start + opts.duration),
+        end: if timed {
+            Some(window_start + opts.duration)
+        } else {
+            opts.retry_time_limit.map(|t| window_start + t)
+        },
         window_seconds: if timed {
             opts.duration.as_secs_f64().ceil().max(1.0) as usize
         } else {

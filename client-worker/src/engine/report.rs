@@ -37,6 +37,9 @@ pub struct LoadOptions {
     pub latency_limit: Option<Duration>,
     /// `--max-tries` (0 = unlimited within time and latency limits).
     pub max_tries: u32,
+    /// With `transactions_per_client`: the run ends after this long (pgbench's `-T`), the
+    /// bound of unlimited retries.
+    pub retry_time_limit: Option<Duration>,
     /// `--random-seed` (None = from the clock).
     pub random_seed: Option<u64>,
     pub client_id_offset: u32,
@@ -89,6 +92,7 @@ impl LoadOptions {
             rate: 0.0,
             latency_limit: None,
             max_tries: 1,
+            retry_time_limit: None,
             random_seed: None,
             client_id_offset: 0,
             variables: Vec::new(),
@@ -170,6 +174,8 @@ pub struct ScriptReport {
     pub latency_avg_ms: f64,
     /// Per command: (text, average latency ms, failures, retries), with `-r`.
     pub statements: Vec<(String, f64, u64, u64)>,
+    /// Per command: how many times it ran (with `-r`), to merge across workers.
+    pub statement_counts: Vec<u64>,
 }
 
 /// The outcome of a load run.
@@ -269,7 +275,13 @@ impl LoadReport {
                             .collect()
                     })
                     .unwrap_or_default();
+                let statement_counts = total
+                    .steps
+                    .get(i)
+                    .map(|st| st.iter().map(|x| x.count).collect())
+                    .unwrap_or_default();
                 ScriptReport {
+                    statement_counts,
                     description: s.description.clone(),
                     weight: s.weight,
                     transactions: n,

@@ -5,8 +5,9 @@ use blocklab_spec::WorkloadName;
 use std::time::Duration;
 
 use blocklab_proto::{
-    ConnInfo, InitDataResult, PerSecondSample, RunLoadResult, RunLoadTask, TxnTypeStats,
-    WorkloadKind, WorkloadMetric, WorkloadStepResult, WorkloadStepTask,
+    ConnInfo, InitDataResult, InitDataTask, PerSecondSample, RunLoadResult, RunLoadTask,
+    StatementStats, TxnTypeStats, WorkloadKind, WorkloadMetric, WorkloadStepResult,
+    WorkloadStepTask,
 };
 use blocklab_script::Protocol;
 use blocklab_spec::Stage;
@@ -17,7 +18,7 @@ use crate::engine::report::{LoadOptions, LoadReport};
 use crate::engine::stats::{self, Sample};
 use crate::engine::window::{Metric, StepOutcome, StepParams, WindowOutcome, WindowParams};
 use crate::error::WorkerError;
-use crate::init::InitReport;
+use crate::init::{InitOptions, InitReport, PartitionMethod};
 use crate::tpcc::{TpccOptions, TpccStep};
 
 /// The workload kind of a task, parsed once from its name.
@@ -83,7 +84,9 @@ pub fn load_options(task: &RunLoadTask) -> Result<LoadOptions, WorkerError> {
     } else if !task.builtin.is_empty() {
         let (name, w) = split_weight(&task.builtin).map_err(bad)?;
         specs.push(ScriptSpec::builtin(name.parse().map_err(bad)?, w));
-    } else {
+    }
+    // Built-ins of the mix come after its files.
+    if task.builtin.is_empty() {
         for b in &task.builtins {
             specs.push(ScriptSpec::builtin(
                 b.name.parse().map_err(bad)?,
@@ -94,42 +97,66 @@ pub fn load_options(task: &RunLoadTask) -> Result<LoadOptions, WorkerError> {
     if task.rate < 0.0 || task.latency_limit_ms < 0.0 {
         return Err(bad("rate and latency_limit_ms must not be negative".into()));
     }
-    Ok(LoadOptions {
-        conninfo: conn.to_conninfo_string(),
-        script_specs: specs,
-        clients: task.clients,
-        threads: task.threads.max(1),
-        duration: Duration::from_millis(task.duration_ms),
-        warmup: Duration::from_millis(task.warmup_ms),
-        protocol: task.protocol.parse().map_err(bad)?,
-        scale: task.scale,
-        transactions_per_client: task.transactions_per_client,
-        rate: task.rate,
-        latency_limit: (task.latency_limit_ms > 0.0)
-            .then(|| Duration::from_secs_f64(task.latency_limit_ms / 1e3)),
-        max_tries: task.max_tries.max(1),
-        random_seed: (task.random_seed != 0).then_some(task.random_seed),
-        client_id_offset: task.client_id_offset,
-        variables: task
-            .variables
-            .iter()
-            .map(|s| (s.name.clone(), s.value.clone()))
-            .collect(),
-        reconnect: task.reconnect,
-        per_statement: false,
-        progress_interval: None,
-        allow_shell: false,
-        report_live: true,
-        // Until the task carries it, fleet runs keep counting SQL errors and going on.
-        continue_on_error: true,
-        failures_detailed: false,
-        verbose_errors: false,
-        exit_on_abort: false,
-        log: None,
-        progress_timestamp: false,
-        run_clients: 0,
-        thread_id_offset: 0,
-    })
+    let mut o = LoadOptions::new(
+        conn.to_conninfo_string(),
+        Duration::from_millis(task.duration_ms),
+    );
+    o.script_specs = specs;
+    o.clients = task.clients;
+    o.threads = task.threads.max(1);
+    o.warmup = Duration::from_millis(task.warmup_ms);
+    o.protocol = task.protocol.parse().map_err(bad)?;
+    o.scale = task.scale;
+    o.transactions_per_client = task.transactions_per_client;
+    o.rate = task.rate;
+    o.latency_limit =
+        (task.latency_limit_ms > 0.0).then(|| Duration::from_secs_f64(task.latency_limit_ms / 1e3));
+    // 0 = unlimited, bounded by the latency limit, the window's end or the retry time limit.
+    o.max_tries = task.max_tries;
+    o.retry_time_limit =
+        (task.retry_time_limit_ms > 0).then(|| Duration::from_millis(task.retry_time_limit_ms));
+    o.random_seed = (task.random_seed != 0).then_some(task.random_seed);
+    o.client_id_offset = task.client_id_offset;
+    o.variables = task
+        .variables
+        .iter()
+        .map(|s| (s.name.clone(), s.value.clone()))
+        .collect();
+    o.reconnect = task.reconnect;
+    o.per_statement = task.per_statement_latencies;
+    o.report_live = true;
+    o.continue_on_error = task.continue_on_error;
+    o.run_clients = task.run_clients;
+    o.thread_id_offset = task.thread_id_offset;
+    Ok(o)
+}
+
+/// The `pgbench -i` options of a data-load task, validated.
+pub fn init_options(t: &InitDataTask) -> Result<InitOptions, WorkerError> {
+    let mut o = InitOptions::new(t.scale);
+    if !t.init_steps.is_empty() {
+        o.steps = t.init_steps.clone();
+    }
+    if t.foreign_keys && !o.steps.contains('f') {
+        o.steps.push('f');
+    }
+    if t.fillfactor != 0 {
+        o.fillfactor = t.fillfactor;
+    }
+    o.partitions = t.partitions;
+    o.partition_method = match t.partition_method.as_str() {
+        "" => None,
+        "range" => Some(PartitionMethod::Range),
+        "hash" => Some(PartitionMethod::Hash),
+        other => {
+            return Err(WorkerError::InvalidArgument(format!(
+                "partition_method {other:?} is not range or hash"
+            )));
+        }
+    };
+    o.unlogged = t.unlogged;
+    o.validate()?;
+    Ok(o)
 }
 
 /// The TPC-C parameters of a task's workload, validated.
@@ -222,11 +249,33 @@ pub fn load_result(r: &LoadReport) -> RunLoadResult {
         skipped: r.skipped,
         late: r.late,
         schedule_lag_avg_ms: r.schedule_lag_avg_ms,
+        schedule_lag_max_ms: r.schedule_lag_max_ms,
         random_seed: r.random_seed,
         clients: r.clients,
         metrics: Vec::new(),
         txn_types: Vec::new(),
+        statements: statements(r),
     }
+}
+
+/// Per statement of each script (with `-r`): count, summed latency, failures.
+fn statements(r: &LoadReport) -> Vec<StatementStats> {
+    let mut out = Vec::new();
+    for (i, s) in r.scripts.iter().enumerate() {
+        for (pos, st) in s.statements.iter().enumerate() {
+            let count = s.statement_counts.get(pos).copied().unwrap_or(0);
+            out.push(StatementStats {
+                script_index: u32::try_from(i).unwrap_or(u32::MAX),
+                script: s.description.clone(),
+                position: u32::try_from(pos).unwrap_or(u32::MAX),
+                command: st.0.clone(),
+                count,
+                latency_sum_ms: st.1 * count as f64,
+                failures: st.2,
+            });
+        }
+    }
+    out
 }
 
 /// A window of a workload kind in the wire form.
@@ -283,5 +332,7 @@ pub fn init_result(r: InitReport) -> InitDataResult {
     InitDataResult {
         seconds: r.seconds,
         accounts_rows: r.accounts_rows,
+        pgbench_seconds: r.seconds,
+        sql_seconds: 0.0,
     }
 }

@@ -21,7 +21,7 @@ pub mod convert;
 mod workload;
 
 pub use convert::Workload;
-pub use workload::{init_data, run_workload, workload_step};
+pub use workload::{init_data, init_task, run_workload, workload_step};
 
 /// How the daemon dials and identifies itself.
 #[derive(Clone, Debug)]
@@ -254,19 +254,10 @@ impl TaskHandler for WorkerHandler {
     async fn handle(&self, task: Task, progress: ProgressSink) -> task_result::Outcome {
         let _one_at_a_time = self.busy.lock().await;
         match task.kind {
-            Some(task::Kind::InitData(t)) => {
-                let loading = Stage::LoadingData.as_str();
-                progress
-                    .stage(Stage::LoadingData, &format!("pgbench -i -s {}", t.scale))
-                    .await;
-                let Some(conn) = t.conninfo else {
-                    return task_error(loading, "init-data task without conninfo", "");
-                };
-                match init_data(&conn, t.scale).await {
-                    Ok(r) => task_result::Outcome::InitData(r),
-                    Err(e) => task_error(loading, e.to_string(), ""),
-                }
-            }
+            Some(task::Kind::InitData(t)) => match init_task(&t, &progress).await {
+                Ok(r) => task_result::Outcome::InitData(r),
+                Err(e) => task_error(Stage::LoadingData.as_str(), e.to_string(), ""),
+            },
             Some(task::Kind::RunLoad(t)) => {
                 self.run_load(&task.task_id, &task.run_id, &t, &progress)
                     .await

@@ -3,9 +3,11 @@
 
 use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{
-    ConnInfo, InitDataResult, RunLoadResult, RunLoadTask, WorkloadStepResult, WorkloadStepTask,
+    ConnInfo, InitDataResult, InitDataTask, RunLoadResult, RunLoadTask, WorkloadStepResult,
+    WorkloadStepTask,
 };
 use blocklab_script::Protocol;
+use blocklab_spec::Stage;
 use tokio::sync::oneshot;
 
 use super::convert::{self, Workload};
@@ -18,6 +20,39 @@ pub async fn init_data(conn: &ConnInfo, scale: u32) -> Result<InitDataResult, Wo
     init::init_data_conninfo(&conn.to_conninfo_string(), scale)
         .await
         .map(convert::init_result)
+}
+
+/// A run's data load (task `InitData`): pgbench's tables with the task's init options, then
+/// the user's SQL file; each part timed.
+pub async fn init_task(
+    t: &InitDataTask,
+    progress: &ProgressSink,
+) -> Result<InitDataResult, WorkerError> {
+    let conn = t
+        .conninfo
+        .as_ref()
+        .ok_or_else(|| WorkerError::InvalidArgument("init-data task without conninfo".into()))?;
+    let conninfo = conn.to_conninfo_string();
+    let mut out = InitDataResult::default();
+    if t.pgbench_tables {
+        let o = convert::init_options(t)?;
+        progress
+            .stage(
+                Stage::LoadingData,
+                &format!("pgbench -i -s {} -I {}", o.scale, o.steps),
+            )
+            .await;
+        let r = init::init_with(&conninfo, &o).await?;
+        out = convert::init_result(r);
+    }
+    if let Some(sql) = &t.sql {
+        progress
+            .stage(Stage::LoadingData, &format!("init sql {}", sql.name))
+            .await;
+        out.sql_seconds = init::run_sql(&conninfo, &sql.name, &sql.text).await?;
+        out.seconds += out.sql_seconds;
+    }
+    Ok(out)
 }
 
 /// Runs this worker's share of the measured window of a TPC-C-like or AS3AP-like run

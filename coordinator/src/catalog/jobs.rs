@@ -15,7 +15,7 @@ impl Catalog {
             JobPlan::Benchmark { spec, .. } => (spec.order.to_string(), spec.order.seed()),
             JobPlan::Probe(_) => ("interleaved".to_string(), None),
         };
-        sqlx::query("INSERT INTO jobs (job_id, name, spec_toml, state, run_order, seed, created_at, plan_json, kind, workload, headline_metric) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        sqlx::query("INSERT INTO jobs (job_id, name, spec_toml, state, run_order, seed, created_at, plan_json, kind, workload, headline_metric, random_seed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
             .bind(&job_id)
             .bind(job.name())
             .bind(spec_text)
@@ -27,8 +27,10 @@ impl Catalog {
             .bind(job.kind().as_str())
             .bind(job.workload())
             .bind(job.headline_metric())
+            .bind(job.random_seed().map(|s| s as i64))
             .execute(&mut *tx)
             .await?;
+        super::user_load::insert_job_files(&mut tx, &job_id, job).await?;
         match job {
             JobPlan::Benchmark { spec, plan } => insert_cells(&mut tx, &job_id, spec, plan).await?,
             JobPlan::Probe(p) => insert_probe_cells(&mut tx, &job_id, p).await?,

@@ -20,6 +20,7 @@ pub mod export;
 mod jobs;
 mod rows;
 mod runs;
+mod user_load;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 

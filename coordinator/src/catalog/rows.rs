@@ -416,3 +416,15 @@ impl FpiSource {
         }
     }
 }
+
+/// A run's load figures beyond the pgbench columns, for `blocklab job ID --run N`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoadDetail {
+    pub schedule_lag_avg_ms: f64,
+    pub schedule_lag_max_ms: f64,
+    pub late: u64,
+    pub skipped: u64,
+    pub random_seed: u64,
+    /// (script, position, command, count, average latency ms, failures), in script order.
+    pub statements: Vec<(String, u32, String, u64, f64, u64)>,
+}

@@ -385,15 +385,18 @@ async fn insert_result(
     .execute(&mut **tx)
     .await?;
     sqlx::query(
-        "UPDATE results SET retries = ?, skipped = ?, late = ?, random_seed = ? WHERE run_id = ?",
+        "UPDATE results SET retries = ?, skipped = ?, late = ?, random_seed = ?, schedule_lag_avg_ms = ?, schedule_lag_max_ms = ? WHERE run_id = ?",
     )
     .bind(i64::try_from(r.retries).unwrap_or(i64::MAX))
     .bind(i64::try_from(r.skipped).unwrap_or(i64::MAX))
     .bind(i64::try_from(r.late).unwrap_or(i64::MAX))
     .bind((r.random_seed != 0).then_some(r.random_seed as i64))
+    .bind(r.schedule_lag_avg_ms)
+    .bind(r.schedule_lag_max_ms)
     .bind(run_id)
     .execute(&mut **tx)
     .await?;
+    super::user_load::insert_statements(tx, run_id, &r.statements).await?;
     for s in &r.samples {
         sqlx::query("INSERT INTO run_samples (run_id, second, transactions, latency_avg_ms, failures) VALUES (?, ?, ?, ?, ?)")
             .bind(run_id)

@@ -7,8 +7,8 @@ use blocklab_spec::Stage;
 use std::time::{Duration, Instant};
 
 use blocklab_proto::v1::{
-    As3apParams, ConnInfo, InitDataTask, RunLoadTask, RunMaintenanceTask, TpccParams,
-    WorkloadKind as WireKind, WorkloadStepResult, WorkloadStepTask, task, task_result::Outcome,
+    As3apParams, ConnInfo, RunLoadTask, RunMaintenanceTask, TpccParams, WorkloadKind as WireKind,
+    WorkloadStepResult, WorkloadStepTask, task, task_result::Outcome,
 };
 use futures::future::join_all;
 
@@ -116,43 +116,19 @@ impl Scheduler {
         workload: &Workload,
         conninfo: ConnInfo,
     ) -> Result<RunOutcome, Failure> {
-        let init = InitDataTask {
-            conninfo: Some(conninfo.clone()),
-            scale: ctx.cell.scale,
-        };
-        match ctx.workers[0]
-            .call(
-                ctx.run_id,
-                ctx.attempt,
-                task::Kind::InitData(init),
-                INIT_TIMEOUT,
-            )
-            .await
-        {
-            Ok(Outcome::InitData(_)) => {}
-            other => return Err(unexpected(Stage::LoadingData, other)),
-        }
+        let loaded = self.load_data(ctx, workload, &conninfo).await?;
+        let workers = u32::try_from(ctx.workers.len()).unwrap_or(1);
         self.reset_caches(ctx).await?;
         let w = self
             .window(
                 ctx,
-                workload.duration + workload.warmup,
+                super::pgbench::window_length(workload),
                 Some(workload.threads),
-                |clients, offset| RunLoadTask {
-                    conninfo: Some(conninfo.clone()),
-                    builtin: workload.builtin.clone(),
-                    clients,
-                    threads: workload.threads.min(clients).max(1),
-                    duration_ms: millis(workload.duration),
-                    warmup_ms: millis(workload.warmup),
-                    protocol: workload.protocol.clone(),
-                    scale: ctx.cell.scale,
-                    client_id_offset: offset,
-                    ..Default::default()
-                },
+                super::pgbench::load_task(&conninfo, workload, ctx.cell, workers),
             )
             .await?;
-        let metrics = self.wal_metrics(ctx, &w, w.merged.transactions).await?;
+        let mut metrics = self.wal_metrics(ctx, &w, w.merged.transactions).await?;
+        metrics.extend(loaded);
         Ok(outcome(w, metrics, ""))
     }
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::load::{LoadResult, Sample, TxnType};
+use crate::load::{LoadResult, Sample, Statement, TxnType};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 
@@ -104,10 +104,37 @@ pub fn merge(parts: &[LoadResult]) -> Result<LoadResult, MergeError> {
         skipped: parts.iter().map(|p| p.skipped).sum(),
         late: parts.iter().map(|p| p.late).sum(),
         schedule_lag_avg_ms: weighted(|p| p.schedule_lag_avg_ms),
+        schedule_lag_max_ms: parts
+            .iter()
+            .map(|p| p.schedule_lag_max_ms)
+            .fold(0.0, f64::max),
+        statements: merge_statements(parts),
         random_seed: first.random_seed,
         clients: parts.iter().map(|p| p.clients).sum(),
         txn_types: merge_txn_types(parts)?,
     })
+}
+
+/// Per statement over the workers: counts, latency sums and failures added, in the first
+/// worker's order (every worker runs the same scripts).
+fn merge_statements(parts: &[LoadResult]) -> Vec<Statement> {
+    let mut out: Vec<Statement> = Vec::new();
+    for p in parts {
+        for s in &p.statements {
+            match out
+                .iter_mut()
+                .find(|o| o.script_index == s.script_index && o.position == s.position)
+            {
+                Some(o) => {
+                    o.count += s.count;
+                    o.latency_sum_ms += s.latency_sum_ms;
+                    o.failures += s.failures;
+                }
+                None => out.push(s.clone()),
+            }
+        }
+    }
+    out
 }
 
 /// Per transaction type over the workers: counts summed, histograms merged; types in the
@@ -319,5 +346,29 @@ mod tests {
         assert_eq!(split_clients(5, 2), vec![(3, 0), (2, 3)]);
         assert_eq!(split_clients(4, 1), vec![(4, 0)]);
         assert_eq!(split_clients(6, 3), vec![(2, 0), (2, 2), (2, 4)]);
+    }
+
+    #[test]
+    fn statements_add_up_over_workers() {
+        let st = |count: u64, sum: f64| Statement {
+            script_index: 0,
+            script: "mine.sql".into(),
+            position: 1,
+            command: "INSERT".into(),
+            count,
+            latency_sum_ms: sum,
+            failures: 1,
+        };
+        let mut a = part(&[1000], 1.0);
+        a.statements = vec![st(10, 20.0)];
+        a.schedule_lag_max_ms = 3.0;
+        let mut b = part(&[2000], 1.0);
+        b.statements = vec![st(30, 120.0)];
+        b.schedule_lag_max_ms = 7.0;
+        let m = merge(&[a, b]).expect("merge");
+        assert_eq!(m.statements.len(), 1);
+        assert_eq!((m.statements[0].count, m.statements[0].failures), (40, 2));
+        assert!((m.statements[0].latency_avg_ms() - 3.5).abs() < 1e-12);
+        assert_eq!(m.schedule_lag_max_ms, 7.0);
     }
 }

@@ -17,6 +17,7 @@ mod kinds;
 mod memory;
 pub mod merge;
 pub mod metrics;
+mod pgbench;
 mod probe;
 mod reset;
 mod run;

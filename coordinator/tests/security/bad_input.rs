@@ -130,7 +130,13 @@ fn cases(job: &str) -> Vec<(&'static str, Bad, &'static [Code], &'static str)> {
 
 async fn send(lab: &Lab, c: &mut blocklab_cli::Client, bad: Bad) -> Result<(), tonic::Status> {
     match bad {
-        Bad::Submit(spec_toml) => c.submit_job(SubmitJobRequest { spec_toml }).await.map(drop),
+        Bad::Submit(spec_toml) => c
+            .submit_job(SubmitJobRequest {
+                spec_toml,
+                ..Default::default()
+            })
+            .await
+            .map(drop),
         Bad::GetJob(job_id, run) => c.get_job(GetJobRequest { job_id, run }).await.map(drop),
         Bad::Cancel(job_id) => c.cancel_job(CancelJobRequest { job_id }).await.map(drop),
         Bad::Watch(job_id) => {
@@ -171,6 +177,7 @@ async fn malformed_requests_get_clear_errors_and_change_nothing() {
     let job = c
         .submit_job(SubmitJobRequest {
             spec_toml: GOOD.into(),
+            ..Default::default()
         })
         .await
         .expect("the good spec is accepted")

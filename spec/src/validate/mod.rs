@@ -7,6 +7,7 @@ mod analysis;
 mod field;
 mod matrix;
 mod order;
+mod pgbench;
 mod settings;
 mod source;
 mod workload;
@@ -18,8 +19,9 @@ use crate::error::SpecError;
 use crate::limits::MAX_SPEC_BYTES;
 use crate::model::{Layout, Spec};
 use crate::raw::{RawPlacement, RawSpec};
+use crate::script::Files;
 
-pub(super) fn parse(text: &str) -> Result<Spec, SpecError> {
+pub(super) fn parse(text: &str, files: &Files) -> Result<Spec, SpecError> {
     if text.len() > MAX_SPEC_BYTES {
         return Err(SpecError::new(
             "spec",
@@ -30,12 +32,12 @@ pub(super) fn parse(text: &str) -> Result<Spec, SpecError> {
         ));
     }
     let raw: RawSpec = toml::from_str(text).map_err(|e| toml_error(text, e))?;
-    validate(raw)
+    validate(raw, files)
 }
 
 /// Every part in the order a reader meets it, so the first error reported is the first
 /// one in the spec.
-fn validate(raw: RawSpec) -> Result<Spec, SpecError> {
+fn validate(raw: RawSpec, files: &Files) -> Result<Spec, SpecError> {
     check_header(&raw)?;
     let (repetitions, adaptive) = analysis::repetitions(&raw.repetitions)?;
     let order = order::run_order(raw.order.as_deref(), raw.seed)?;
@@ -46,9 +48,9 @@ fn validate(raw: RawSpec) -> Result<Spec, SpecError> {
     let baseline_source = matrix::baseline_source(raw.baseline.as_ref(), &sources)?;
     let settings = settings::validate_settings("settings", &raw.settings, memory_policy)?;
     let settings_variants = settings::settings_variants(&raw.settings_variants, memory_policy)?;
-    let workload = workload::validate_workload("workload", &raw.workload)?;
+    let workload = workload::validate_workload("workload", &raw.workload, files)?;
     let workload_variants =
-        workload::workload_variants(&raw.workload, &raw.workload_variants, &workload)?;
+        workload::workload_variants(&raw.workload, &raw.workload_variants, &workload, files)?;
     let client_workers = check_placement(&raw.placement, &raw.matrix.clients)?;
     let analysis = analysis::analysis(raw.equivalence_pct, raw.suspect_runs.as_deref())?;
     let base = raw.baseline.as_ref();

@@ -9,6 +9,7 @@ pub mod conf;
 pub mod error;
 pub mod facts;
 pub mod fsutil;
+pub mod guc;
 pub mod handler;
 pub mod maintenance;
 pub mod metrics;

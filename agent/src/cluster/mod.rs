@@ -134,7 +134,11 @@ pub async fn create(
     match result {
         Ok(started) => Ok((cluster, started)),
         Err(e) => {
-            let e = e.with_extra_log(log_tail(&[&cluster.run_dir.join("postgres.log")]));
+            let server_log = cluster.run_dir.join("postgres.log");
+            let cause = std::fs::read_to_string(&server_log)
+                .ok()
+                .and_then(|t| crate::guc::start_failure_cause(&t));
+            let e = e.with_cause(cause).with_extra_log(log_tail(&[&server_log]));
             if let Err(stop_err) = stop(&cluster).await {
                 tracing::warn!(run_id = %cluster.run_id, error = %stop_err, "cleanup after failed start failed");
             }

@@ -80,9 +80,9 @@ pub fn own_dir(dir: &Path, who: &RunAs) -> Result<(), AgentError> {
     Ok(())
 }
 
-/// Gives the build cache to `who` when its top directory belongs to someone else (a cache
-/// made while builds ran as root): every entry, not following symlinks. Its top directory
-/// loses group and other write permission. Returns how many entries changed owner.
+/// Gives the build cache to `who` (entries made while builds ran as root, or by an agent
+/// running as root): every entry owned by someone else, not following symlinks. Its top
+/// directory loses group and other write permission. Returns how many entries changed owner.
 pub fn take_build_cache(root: &Path, who: &RunAs) -> Result<u64, AgentError> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(root)
@@ -92,7 +92,7 @@ pub fn take_build_cache(root: &Path, who: &RunAs) -> Result<u64, AgentError> {
         std::fs::set_permissions(root, std::fs::Permissions::from_mode(mode & !0o022))
             .map_err(|e| AgentError::io(format!("chmod {}", root.display()), e))?;
     }
-    if !who.switch || meta.uid() == who.uid {
+    if !who.switch {
         return Ok(0);
     }
     let mut changed = 0;

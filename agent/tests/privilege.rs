@@ -121,14 +121,29 @@ async fn a_cache_made_by_root_is_given_to_the_postgresql_user() {
         .unwrap()
         .uid
         .as_raw();
-    for p in [
+    let owners = |paths: &[&str]| {
+        for p in paths {
+            let m = std::fs::symlink_metadata(cache.join(p)).unwrap();
+            assert_eq!(m.uid(), pg_uid, "{p}");
+        }
+    };
+    owners(&[
         "",
         "pg15-b8-w8-x",
         "pg15-b8-w8-x/bin",
         "pg15-b8-w8-x/bin/postgres",
-    ] {
-        let m = std::fs::symlink_metadata(cache.join(p)).unwrap();
-        assert_eq!(m.uid(), pg_uid, "{p}");
-    }
+    ]);
     assert_eq!(std::fs::metadata(&cache).unwrap().mode() & 0o777, 0o755);
+    // What an agent running as root left in a cache that is already the user's is given
+    // to it at the next start.
+    drop(handler);
+    std::fs::create_dir_all(cache.join(".work/left-by-root")).unwrap();
+    assert_eq!(
+        std::fs::metadata(cache.join(".work/left-by-root"))
+            .unwrap()
+            .uid(),
+        0
+    );
+    AgentHandler::new(config(work.path(), cache.clone(), 55475)).unwrap();
+    owners(&[".work", ".work/left-by-root"]);
 }

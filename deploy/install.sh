@@ -3,7 +3,9 @@
 # blocklab-coordinator, blocklab-agent, blocklab-worker), systemd units for the three daemons
 # (Restart=on-failure), the `blocklab` system user (shared with deploy/setup.sh, which runs
 # PostgreSQL as it), config files under /etc/blocklab (from each daemon's
-# --print-default-config; existing files are kept) and data under /var/lib/blocklab.
+# --print-default-config; existing files are kept), data under /var/lib/blocklab, and the
+# agent's one root operation: /usr/local/libexec/blocklab/blocklab-drop-caches (drops the OS page
+# cache, no arguments) with a sudoers line letting the blocklab user run exactly that command.
 #
 #   sudo deploy/install.sh                    # all three services on this host
 #   sudo deploy/install.sh agent worker       # only these services (e.g. a lab machine)
@@ -68,10 +70,32 @@ if ! id "$USER_NAME" >/dev/null 2>&1; then
   useradd --system --home-dir "$DATA_DIR" --shell /usr/sbin/nologin "$USER_NAME"
 fi
 
+# The agent runs as $USER_NAME; the only thing it needs root for is dropping the OS page cache,
+# through this fixed helper and nothing else ("" in sudoers: no arguments allowed).
+HELPER=/usr/local/libexec/blocklab/blocklab-drop-caches
+install -d -m 755 "$(dirname "$HELPER")"
+install -m 755 -o root -g root deploy/libexec/blocklab-drop-caches "$HELPER"
+if [ -d /etc/sudoers.d ]; then
+  sudoers=$(mktemp)
+  printf '# blocklab agent: drop the OS page cache (layout.drop_os_cache), nothing else\n%s ALL=(root) NOPASSWD: %s ""\n' \
+    "$USER_NAME" "$HELPER" > "$sudoers"
+  if ! command -v visudo >/dev/null || visudo -cqf "$sudoers"; then
+    install -m 440 -o root -g root "$sudoers" /etc/sudoers.d/blocklab-agent
+    echo "install: $HELPER and /etc/sudoers.d/blocklab-agent"
+  else
+    echo "install: sudoers line for $HELPER did not validate; layout.drop_os_cache will fail" >&2
+  fi
+  rm -f "$sudoers"
+else
+  echo "install: no /etc/sudoers.d; install sudo for layout.drop_os_cache" >&2
+fi
+
 install -d -m 755 "$CONF_DIR"
 install -d -m 750 -o "$USER_NAME" -g "$USER_NAME" "$DATA_DIR" "$DATA_DIR/agent"
 install -d -m 755 "$CACHE_DIR"
-install -d -m 750 -o "$USER_NAME" -g "$USER_NAME" "$CACHE_DIR/builds"
+install -d -m 755 -o "$USER_NAME" -g "$USER_NAME" "$CACHE_DIR/builds"
+# A cache filled while the agent ran as root becomes the agent's (builds keep their keys).
+chown -R "$USER_NAME:$USER_NAME" "$CACHE_DIR/builds" "$DATA_DIR/agent"
 
 write_config() { # name, command...
   local file="$CONF_DIR/$1.toml"

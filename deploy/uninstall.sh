@@ -35,7 +35,9 @@ done
 for b in blocklab blocklab-coordinator blocklab-agent blocklab-worker; do
   rm -f "$PREFIX/bin/$b"
 done
-echo "uninstall: services, units and binaries removed"
+rm -f /etc/sudoers.d/blocklab-agent /usr/local/libexec/blocklab/blocklab-drop-caches
+rmdir /usr/local/libexec/blocklab 2>/dev/null || true
+echo "uninstall: services, units, binaries and the page cache helper removed"
 if [ "$purge" = 1 ]; then
   rm -rf "$CONF_DIR" "$DATA_DIR"
   echo "uninstall: removed $CONF_DIR and $DATA_DIR"

@@ -101,6 +101,15 @@ impl AgentError {
         }
     }
 
+    /// Adds what a log says caused a failed program to its reason (e.g. the setting a server
+    /// that did not start names).
+    pub fn with_cause(mut self, cause: Option<String>) -> Self {
+        if let (Self::Process { reason, .. }, Some(cause)) = (&mut self, cause) {
+            reason.push_str(&format!(": {cause}"));
+        }
+        self
+    }
+
     /// Appends another log excerpt (e.g. the server log after a failed start).
     pub fn with_extra_log(mut self, extra: String) -> Self {
         if extra.is_empty() {

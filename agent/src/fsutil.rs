@@ -174,25 +174,47 @@ pub async fn sha256_file(path: &Path) -> Result<String, AgentError> {
     .map_err(|e| AgentError::Other(format!("hash task panicked: {e}")))?
 }
 
-/// `sync`, then 3 into /proc/sys/vm/drop_caches. Not permitted (not root, read-only
-/// /proc/sys in a container) is an `Err` with the reason, logged as a warning; whether that
-/// fails a run is the caller's rule.
+/// `sync`, then 3 into /proc/sys/vm/drop_caches: directly when the agent is root, otherwise
+/// through the one command the agent may run as root, [`DROP_CACHES_HELPER`] with no
+/// arguments (`sudo -n`; deploy/install.sh installs it and its sudoers line). Not permitted
+/// (no sudoers line, read-only /proc/sys in a container) is an `Err` with the reason, logged
+/// as a warning; whether that fails a run is the caller's rule.
 pub async fn drop_os_cache() -> Result<(), String> {
-    let res = tokio::task::spawn_blocking(|| {
-        nix::unistd::sync();
-        std::fs::write(DROP_CACHES, b"3\n")
-    })
-    .await;
-    let reason = match res {
-        Ok(Ok(())) => return Ok(()),
-        Ok(Err(e)) => format!("cannot write {DROP_CACHES}: {e}"),
-        Err(e) => format!("page cache drop panicked: {e}"),
+    let reason = if nix::unistd::geteuid().is_root() {
+        let res = tokio::task::spawn_blocking(|| {
+            nix::unistd::sync();
+            std::fs::write(DROP_CACHES, b"3\n")
+        })
+        .await;
+        match res {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(e)) => format!("cannot write {DROP_CACHES}: {e}"),
+            Err(e) => format!("page cache drop panicked: {e}"),
+        }
+    } else {
+        let helper = crate::process::Cmd::new(
+            "page cache drop helper",
+            "/usr/bin/sudo",
+            std::time::Duration::from_secs(120),
+        )
+        .args(["-n", DROP_CACHES_HELPER]);
+        match helper.output().await {
+            Ok(_) => return Ok(()),
+            Err(e) => format!(
+                "the agent is not root and sudo -n {DROP_CACHES_HELPER} failed ({e}); \
+                 see deploy/install.sh for its sudoers line"
+            ),
+        }
     };
     tracing::warn!(reason = %reason, "could not drop the OS page cache");
     Err(reason)
 }
 
 const DROP_CACHES: &str = "/proc/sys/vm/drop_caches";
+
+/// The fixed helper an unprivileged agent drops the page cache with (via sudo, no
+/// arguments): `sync; echo 3 > /proc/sys/vm/drop_caches`.
+pub const DROP_CACHES_HELPER: &str = "/usr/local/libexec/blocklab/blocklab-drop-caches";
 
 #[cfg(test)]
 mod tests {

@@ -9,6 +9,7 @@ pub mod conf;
 pub mod error;
 pub mod facts;
 pub mod fsutil;
+pub mod guc;
 pub mod handler;
 pub mod maintenance;
 pub mod metrics;
@@ -124,6 +125,13 @@ pub async fn serve(
     config: AgentConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), AgentError> {
+    if nix::unistd::geteuid().is_root() {
+        tracing::warn!(
+            pg_user = ?config.pg_user,
+            "the agent runs as root: builds and servers still run as the postgresql user, but the \
+             agent need not be root (see deploy/systemd/blocklab-agent.service)"
+        );
+    }
     let handler = Arc::new(AgentHandler::new(config.clone())?);
     handler.cleanup_stale().await;
     let hello = handler.hello().await;

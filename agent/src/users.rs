@@ -66,6 +66,54 @@ pub fn chown_to(path: &Path, who: &RunAs) -> Result<(), AgentError> {
         .map_err(|e| AgentError::io(format!("chown {} to {}", path.display(), who.name), e))
 }
 
+/// Creates `dir` (0755) if it is missing and gives it to `who`: a directory the PostgreSQL
+/// user builds or unpacks in, writable by nobody else.
+pub fn own_dir(dir: &Path, who: &RunAs) -> Result<(), AgentError> {
+    crate::fsutil::create_dir_0755(dir)?;
+    if who.switch {
+        let meta = std::fs::metadata(dir)
+            .map_err(|e| AgentError::io(format!("stat {}", dir.display()), e))?;
+        if meta.uid() != who.uid {
+            chown_to(dir, who)?;
+        }
+    }
+    Ok(())
+}
+
+/// Gives the build cache to `who` (entries made while builds ran as root, or by an agent
+/// running as root): every entry owned by someone else, not following symlinks. Its top
+/// directory loses group and other write permission. Returns how many entries changed owner.
+pub fn take_build_cache(root: &Path, who: &RunAs) -> Result<u64, AgentError> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(root)
+        .map_err(|e| AgentError::io(format!("stat {}", root.display()), e))?;
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        std::fs::set_permissions(root, std::fs::Permissions::from_mode(mode & !0o022))
+            .map_err(|e| AgentError::io(format!("chmod {}", root.display()), e))?;
+    }
+    if !who.switch {
+        return Ok(0);
+    }
+    let mut changed = 0;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let m = std::fs::symlink_metadata(&p)
+            .map_err(|e| AgentError::io(format!("stat {}", p.display()), e))?;
+        if m.uid() != who.uid {
+            std::os::unix::fs::lchown(&p, Some(who.uid), Some(who.gid))
+                .map_err(|e| AgentError::io(format!("chown {} to {}", p.display(), who.name), e))?;
+            changed += 1;
+        }
+        if m.is_dir() {
+            let rd = std::fs::read_dir(&p)
+                .map_err(|e| AgentError::io(format!("read {}", p.display()), e))?;
+            stack.extend(rd.flatten().map(|e| e.path()));
+        }
+    }
+    Ok(changed)
+}
+
 /// Checks that `who` can traverse every existing directory from `/` down to `dir`;
 /// the error names the first directory that blocks it.
 pub fn check_traversable(dir: &Path, who: &RunAs) -> Result<(), AgentError> {

@@ -6,7 +6,7 @@
 //! `blocklab` when root).
 
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use blocklab_agent::{AgentConfig, AgentHandler};
 use blocklab_daemon::fleet::{ProgressSink, TaskHandler};
@@ -140,7 +140,7 @@ async fn builds_starts_proves_block_size_and_stops() {
     assert_eq!(ci.host, "127.0.0.1");
     assert_eq!(
         (ci.user.as_str(), ci.dbname.as_str()),
-        ("blocklab", "bench")
+        ("blocklab_run", "bench")
     );
     assert_eq!(ci.password.len(), 32);
     let port = u16::try_from(ci.port).unwrap();
@@ -158,7 +158,7 @@ async fn builds_starts_proves_block_size_and_stops() {
     assert!(!run_dir.join("pwfile").exists());
     let hba = std::fs::read_to_string(data.join("pg_hba.conf")).unwrap();
     assert!(
-        hba.contains("host all blocklab 10.99.0.2/32 scram-sha-256"),
+        hba.contains("host bench blocklab_run 10.99.0.2/32 scram-sha-256"),
         "{hba}"
     );
     assert!(!hba.contains("trust"), "{hba}");
@@ -189,7 +189,56 @@ async fn builds_starts_proves_block_size_and_stops() {
         .unwrap()
         .get(0);
     assert_eq!(app, "it's blocklab");
+    // The workers' role owns its database and can do nothing a superuser could.
+    for sql in [
+        "CREATE TABLE t (i int)",
+        "INSERT INTO t VALUES (1)",
+        "VACUUM ANALYZE t",
+    ] {
+        client
+            .batch_execute(sql)
+            .await
+            .unwrap_or_else(|e| panic!("the run's role may {sql}: {e}"));
+    }
+    for (sql, denied) in [
+        (
+            "CREATE ROLE intruder SUPERUSER LOGIN",
+            "must be superuser to create superusers",
+        ),
+        (
+            "CREATE ROLE intruder LOGIN",
+            "permission denied to create role",
+        ),
+        (
+            "SELECT pg_read_file('pg_hba.conf')",
+            "permission denied for function pg_read_file",
+        ),
+        (
+            "COPY t TO '/tmp/blocklab-copy-to-test'",
+            "must be superuser or have privileges of the pg_write_server_files role to COPY to a file",
+        ),
+        (
+            "ALTER ROLE blocklab_run SUPERUSER",
+            "must be superuser to alter superuser roles or change superuser attribute",
+        ),
+    ] {
+        let e = client.batch_execute(sql).await.expect_err(sql);
+        let msg = e
+            .as_db_error()
+            .map(|d| d.message().to_string())
+            .unwrap_or_default();
+        assert_eq!(msg, denied, "{sql}");
+    }
+    assert!(!Path::new("/tmp/blocklab-copy-to-test").exists());
     drop(client);
+    // The superuser cannot be reached with the workers' password.
+    let mut as_superuser = ci.clone();
+    as_superuser.user = "blocklab".into();
+    assert!(
+        tokio_postgres::connect(&as_superuser.to_conninfo_string(), tokio_postgres::NoTls)
+            .await
+            .is_err()
+    );
 
     // A wrong password is refused (scram, not trust).
     let mut wrong = ci.clone();

@@ -18,7 +18,8 @@ use tokio::sync::OnceCell;
 use crate::error::AgentError;
 use crate::fsutil::{create_dir_0755, lock_file, lock_file_shared, make_world_readable, unix_now};
 use crate::options::{BuildSpec, cache_key, major_version};
-use crate::process::Cmd;
+use crate::process::{Cmd, RunAs};
+use crate::users::own_dir;
 use source::{SourceTree, prepare};
 
 pub mod source;
@@ -88,18 +89,21 @@ impl Build {
 pub struct BuildCache {
     root: PathBuf,
     make_jobs: usize,
+    /// Who unpacks, configures, makes and installs (the PostgreSQL user).
+    run_as: RunAs,
     compiler: OnceCell<String>,
 }
 
 impl BuildCache {
-    /// `make_jobs` is bounded by the number of cores.
-    pub fn new(root: PathBuf, make_jobs: usize) -> Self {
+    /// `make_jobs` is bounded by the number of cores; every build step runs as `run_as`.
+    pub fn new(root: PathBuf, make_jobs: usize, run_as: RunAs) -> Self {
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1);
         Self {
             root,
             make_jobs: make_jobs.clamp(1, cores),
+            run_as,
             compiler: OnceCell::new(),
         }
     }
@@ -122,8 +126,8 @@ impl BuildCache {
         spec: &BuildSpec,
         progress: Option<&ProgressSink>,
     ) -> Result<Build, AgentError> {
-        create_dir_0755(&self.root)?;
-        let tree = prepare(&self.root, &spec.source, progress).await?;
+        own_dir(&self.root, &self.run_as)?;
+        let tree = prepare(&self.root, &spec.source, &self.run_as, progress).await?;
         let compiler = self.compiler().await;
         let old = major_version(&tree.version) < 11;
         let key = cache_key(spec, &tree.digest, &compiler, &tree.version_hint, old);
@@ -169,7 +173,7 @@ impl BuildCache {
             let _ = std::fs::remove_dir_all(&prefix);
             return Err(e);
         }
-        let pg_version = pg_version(&prefix).await?;
+        let pg_version = pg_version(&prefix, &self.run_as).await?;
         let marker = Marker {
             key: key.clone(),
             source_sha256: tree.digest.clone(),
@@ -207,10 +211,10 @@ impl BuildCache {
         let _ = std::fs::remove_dir_all(&logs);
         create_dir_0755(&logs)?;
         let work = self.root.join(".work");
-        create_dir_0755(&work)?;
+        own_dir(&work, &self.run_as)?;
         remove_stale_scratch(&work, key);
         let scratch = work.join(format!("{key}-{}", uuid::Uuid::new_v4()));
-        create_dir_0755(&scratch)?;
+        own_dir(&scratch, &self.run_as)?;
         let res = self
             .steps(spec, tree, prefix, &scratch, &logs, old, progress)
             .await;
@@ -220,7 +224,8 @@ impl BuildCache {
         res
     }
 
-    /// configure (out of tree, in `scratch`), make, make install; each stage logged.
+    /// configure (out of tree, in `scratch`), make, make install, as the PostgreSQL user;
+    /// each stage logged.
     #[allow(clippy::too_many_arguments)]
     async fn steps(
         &self,
@@ -254,20 +259,20 @@ impl BuildCache {
         if !spec.cflags.is_empty() {
             configure = configure.arg(format!("CFLAGS={}", spec.cflags.join(" ")));
         }
-        configure
-            .cwd(scratch)
+        let as_builder = |c: Cmd| {
+            c.cwd(scratch)
+                .env("HOME", &scratch.to_string_lossy())
+                .run_as(Some(&self.run_as))
+        };
+        as_builder(configure)
             .run_logged(&logs.join("configure.log"))
             .await?;
         say("make").await;
-        Cmd::new("make", "make", MAKE_TIMEOUT)
-            .arg(format!("-j{}", self.make_jobs))
-            .cwd(scratch)
+        as_builder(Cmd::new("make", "make", MAKE_TIMEOUT).arg(format!("-j{}", self.make_jobs)))
             .run_logged(&logs.join("build.log"))
             .await?;
         say("make install").await;
-        Cmd::new("make install", "make", INSTALL_TIMEOUT)
-            .arg("install")
-            .cwd(scratch)
+        as_builder(Cmd::new("make install", "make", INSTALL_TIMEOUT).arg("install"))
             .run_logged(&logs.join("install.log"))
             .await?;
         let p = prefix.to_path_buf();
@@ -359,9 +364,11 @@ pub async fn compiler_version() -> String {
     "unknown".into()
 }
 
-async fn pg_version(prefix: &Path) -> Result<String, AgentError> {
+async fn pg_version(prefix: &Path, run_as: &RunAs) -> Result<String, AgentError> {
     let out = Cmd::new("pg_config", prefix.join("bin/pg_config"), QUERY_TIMEOUT)
         .arg("--version")
+        .cwd(prefix)
+        .run_as(Some(run_as))
         .output()
         .await?;
     let line = out.trim();

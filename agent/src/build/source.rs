@@ -15,7 +15,8 @@ use sha2::{Digest, Sha256};
 use crate::error::AgentError;
 use crate::fsutil::{create_dir_0755, lock_file, sha256_file};
 use crate::options::{Source, check_tarball, version_hint};
-use crate::process::Cmd;
+use crate::process::{Cmd, RunAs};
+use crate::users::own_dir;
 
 const UNPACK_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 const GIT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -43,10 +44,12 @@ struct SourceMarker {
     version: String,
 }
 
-/// Fetches and unpacks `source` (or reuses what is cached under `cache`).
+/// Fetches and unpacks `source` (or reuses what is cached under `cache`); git and tar run
+/// as `who`.
 pub async fn prepare(
     cache: &Path,
     source: &Source,
+    who: &RunAs,
     progress: Option<&ProgressSink>,
 ) -> Result<SourceTree, AgentError> {
     let say = |m: String| async move {
@@ -69,22 +72,24 @@ pub async fn prepare(
             }
             let name = path.file_name().unwrap_or_default().to_string_lossy();
             let hint = version_hint(&name);
-            let tree = unpack_cached(cache, &digest, &source.describe(), path, None, hint).await?;
+            let tree =
+                unpack_cached(cache, &digest, &source.describe(), path, None, hint, who).await?;
             Ok(named_by_version(tree))
         }
         Source::Url { url, sha256 } => {
             let file = download_cached(cache, url, sha256, progress).await?;
             let name = url.split(['?', '#']).next().unwrap_or(url);
             let hint = version_hint(name);
-            let tree = unpack_cached(cache, sha256, url, &file, None, hint).await?;
+            let tree = unpack_cached(cache, sha256, url, &file, None, hint, who).await?;
             Ok(named_by_version(tree))
         }
         Source::Git { url, git_ref } => {
             say(format!("fetching {url} {git_ref}")).await;
             let mirror = git_mirror_dir(cache, url);
-            create_dir_0755(&cache.join("git"))?;
+            own_dir(&cache.join("git"), who)?;
+            write_git_config(&cache.join("git"))?;
             let _lock = lock_file(mirror.with_extension("lock")).await?;
-            let (commit, tree) = git_resolve(&mirror, url, git_ref).await?;
+            let (commit, tree) = git_resolve(&mirror, url, git_ref, who).await?;
             let digest = hex::encode(Sha256::digest(format!("git-tree:{tree}")));
             let what = format!("{url} at {git_ref} ({commit})");
             let exported = mirror.with_extension(format!("{commit}.tar"));
@@ -95,7 +100,7 @@ pub async fn prepare(
                     .join(SOURCE_MARKER)
                     .exists()
                 {
-                    git(&mirror, "git archive")
+                    git(&mirror, "git archive", who)
                         .args(["archive", "--format=tar", "--prefix=postgresql/", "-o"])
                         .arg(&exported)
                         .arg(&commit)
@@ -109,6 +114,7 @@ pub async fn prepare(
                     &exported,
                     Some(commit.clone()),
                     String::new(),
+                    who,
                 )
                 .await
             }
@@ -136,13 +142,31 @@ pub fn git_mirror_dir(cache: &Path, url: &str) -> PathBuf {
     cache.join("git").join(&h[..16])
 }
 
-fn git(mirror: &Path, what: &str) -> Cmd {
+fn git(mirror: &Path, what: &str, who: &RunAs) -> Cmd {
     Cmd::new(what, "git", GIT_TIMEOUT)
         .arg("-C")
         .arg(mirror)
         .env("HOME", &mirror.to_string_lossy())
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
+        .env(
+            "GIT_CONFIG_GLOBAL",
+            &git_config_path(mirror).to_string_lossy(),
+        )
+        .cwd(mirror.parent().unwrap_or(mirror))
+        .run_as(Some(who))
+}
+
+/// The global git configuration of the mirrors: a local source repository may belong to
+/// another user (it is only read), and local fetches pass no command-line configuration on.
+fn git_config_path(mirror: &Path) -> PathBuf {
+    mirror.parent().unwrap_or(mirror).join("gitconfig")
+}
+
+fn write_git_config(git_dir: &Path) -> Result<(), AgentError> {
+    let p = git_dir.join("gitconfig");
+    std::fs::write(&p, "[safe]\n\tdirectory = *\n")
+        .map_err(|e| AgentError::io(format!("write {}", p.display()), e))
 }
 
 /// Fetches the ref into the mirror (skipped for a commit already there) and returns the
@@ -151,6 +175,7 @@ async fn git_resolve(
     mirror: &Path,
     url: &str,
     git_ref: &str,
+    who: &RunAs,
 ) -> Result<(String, String), AgentError> {
     let log = mirror.with_extension("log");
     let _ = std::fs::remove_file(&log);
@@ -160,6 +185,8 @@ async fn git_resolve(
             .args(["init", "--bare", "--quiet"])
             .arg(mirror)
             .env("GIT_CONFIG_NOSYSTEM", "1")
+            .cwd(mirror.parent().unwrap_or(mirror))
+            .run_as(Some(who))
             .run_logged(&log)
             .await?;
     }
@@ -169,14 +196,14 @@ async fn git_resolve(
         git_ref
     };
     let rev = |r: &str| {
-        git(mirror, "git rev-parse")
+        git(mirror, "git rev-parse", who)
             .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
             .arg(r)
     };
     let is_sha = git_ref.len() == 40 && git_ref.chars().all(|c| c.is_ascii_hexdigit());
     let known = is_sha && rev(&format!("{git_ref}^{{commit}}")).output().await.is_ok();
     if !known {
-        git(mirror, "git fetch")
+        git(mirror, "git fetch", who)
             .args([
                 "fetch",
                 "--quiet",
@@ -315,9 +342,10 @@ async fn unpack_cached(
     archive: &Path,
     git_commit: Option<String>,
     hint: String,
+    who: &RunAs,
 ) -> Result<SourceTree, AgentError> {
     let sources = cache.join("sources");
-    create_dir_0755(&sources)?;
+    own_dir(&sources, who)?;
     let dir = sources.join(digest);
     let _lock = lock_file(sources.join(format!("{digest}.lock"))).await?;
     let marker_path = dir.join(SOURCE_MARKER);
@@ -328,7 +356,7 @@ async fn unpack_cached(
         Some(m) => m,
         None => {
             let _ = std::fs::remove_dir_all(&dir);
-            create_dir_0755(&dir)?;
+            own_dir(&dir, who)?;
             let log = sources.join(format!("{digest}.unpack.log"));
             let _ = std::fs::remove_file(&log);
             let res = Cmd::new("unpack", "tar", UNPACK_TIMEOUT)
@@ -336,6 +364,8 @@ async fn unpack_cached(
                 .arg(archive)
                 .arg("-C")
                 .arg(&dir)
+                .cwd(&dir)
+                .run_as(Some(who))
                 .run_logged(&log)
                 .await
                 .and_then(|()| check_tree(&dir, what));

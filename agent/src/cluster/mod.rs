@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 
 use crate::build::Build;
-use crate::conf::{DB_USER, PgSetting, parse_client_addresses, render_pg_hba, render_settings};
+pub use crate::conf::BENCH_DB;
+use crate::conf::{
+    DB_USER, PgSetting, RUN_ROLE, parse_client_addresses, render_pg_hba, render_settings,
+};
 use crate::error::AgentError;
 use crate::process::{Cmd, RunAs, log_tail};
 
@@ -30,7 +33,6 @@ pub use types::{Cluster, ConnParams, ServerSetting};
 
 const INITDB_TIMEOUT: Duration = Duration::from_secs(120);
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
-pub const BENCH_DB: &str = "bench";
 /// File in every run directory the agent created.
 pub const RUN_MARKER: &str = ".blocklab-run";
 
@@ -118,6 +120,7 @@ pub async fn create(
         run_as: plan.run_as.clone(),
         listen: plan.listen,
         password: generate_password(),
+        client_password: generate_password(),
         pid: 0,
         build_in_use: Some(build.in_use.clone()),
     };
@@ -134,7 +137,11 @@ pub async fn create(
     match result {
         Ok(started) => Ok((cluster, started)),
         Err(e) => {
-            let e = e.with_extra_log(log_tail(&[&cluster.run_dir.join("postgres.log")]));
+            let server_log = cluster.run_dir.join("postgres.log");
+            let cause = std::fs::read_to_string(&server_log)
+                .ok()
+                .and_then(|t| crate::guc::start_failure_cause(&t));
+            let e = e.with_cause(cause).with_extra_log(log_tail(&[&server_log]));
             if let Err(stop_err) = stop(&cluster).await {
                 tracing::warn!(run_id = %cluster.run_id, error = %stop_err, "cleanup after failed start failed");
             }
@@ -240,7 +247,6 @@ pub fn agent_config(c: &Cluster, dbname: &str) -> tokio_postgres::Config {
 
 async fn prove(c: &Cluster) -> Result<Started, AgentError> {
     let listen = c.listen;
-    let password = c.password.as_str();
     let client = connect_ready(&agent_config(c, "postgres")).await?;
     let show = |name: &'static str| {
         let client = &client;
@@ -288,8 +294,18 @@ async fn prove(c: &Cluster) -> Result<Started, AgentError> {
             source: get(3)?,
         });
     }
+    // The workers' role: owns the benchmark database and nothing else (the password is
+    // alphanumeric, so it can stand in the statement).
     client
-        .batch_execute(&format!("CREATE DATABASE {BENCH_DB} OWNER {DB_USER}"))
+        .batch_execute(&format!(
+            "CREATE ROLE {RUN_ROLE} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION \
+             NOBYPASSRLS PASSWORD '{}'",
+            c.client_password
+        ))
+        .await
+        .map_err(|e| AgentError::postgres("create the run's role", &e))?;
+    client
+        .batch_execute(&format!("CREATE DATABASE {BENCH_DB} OWNER {RUN_ROLE}"))
         .await
         .map_err(|e| AgentError::postgres("create database bench", &e))?;
     tracing::info!(run_id = %c.run_id, port = c.port, block_size, wal_block_size, "postgres ready");
@@ -297,8 +313,8 @@ async fn prove(c: &Cluster) -> Result<Started, AgentError> {
         conninfo: ConnParams {
             host: listen.to_string(),
             port: c.port,
-            user: DB_USER.into(),
-            password: password.into(),
+            user: RUN_ROLE.into(),
+            password: c.client_password.clone(),
             dbname: BENCH_DB.into(),
         },
         server_version,

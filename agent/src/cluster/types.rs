@@ -22,14 +22,18 @@ pub struct Cluster {
     pub install: PathBuf,
     pub run_as: RunAs,
     pub listen: IpAddr,
+    /// The superuser's password (the agent's own connections; never handed out).
     pub password: String,
+    /// The password of the run's role, handed to the workers.
+    pub client_password: String,
     /// The postmaster's pid once started (0 before).
     pub pid: i32,
     /// Keeps the build marked in use while the cluster exists.
     pub build_in_use: Option<Arc<std::fs::File>>,
 }
 
-/// How clients reach a started server (the run's role and the `bench` database).
+/// How clients reach a started server (the run's non-superuser role and the `bench`
+/// database).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConnParams {
     pub host: String,

@@ -3,9 +3,9 @@
 //! strings, such as maintenance steps).
 
 use blocklab_proto::{
-    BuildInfo, BuildOptions, BuildResult, ConnInfo, EffectiveSetting, ProbeRow, ResetCachesResult,
-    ResetCachesTask, RunMaintenanceResult, RunMaintenanceTask, RunProbeTask, Setting, SourceSpec,
-    WalStatsResult, WorkloadMetric,
+    BuildInfo, BuildOptions, BuildResult, CheckSettingsResult, ConnInfo, EffectiveSetting,
+    ProbeRow, ResetCachesResult, ResetCachesTask, RunMaintenanceResult, RunMaintenanceTask,
+    RunProbeTask, Setting, SettingProblem, SourceSpec, WalStatsResult, WorkloadMetric,
 };
 
 use crate::build::BuildReport;
@@ -85,6 +85,23 @@ pub fn pg_settings(settings: &[Setting]) -> Vec<PgSetting> {
             value: s.value.clone(),
         })
         .collect()
+}
+
+pub fn check_settings_result(
+    build_key: &str,
+    problems: Vec<crate::guc::SettingProblem>,
+) -> CheckSettingsResult {
+    CheckSettingsResult {
+        problems: problems
+            .into_iter()
+            .map(|p| SettingProblem {
+                name: p.name,
+                value: p.value,
+                reason: p.reason,
+            })
+            .collect(),
+        build_key: build_key.to_string(),
+    }
 }
 
 pub fn conninfo(c: ConnParams) -> ConnInfo {

@@ -13,6 +13,7 @@ mod lifecycle;
 mod maintenance;
 mod ops;
 mod reset;
+mod settings;
 mod state;
 
 pub use ops::ProbeReport;
@@ -70,6 +71,10 @@ impl TaskHandler for AgentHandler {
                 Ok(r) => task_result::Outcome::WalStats(r),
                 Err(e) => TaskFailure::at(Stage::Collecting)(e).into_outcome(),
             },
+            Some(task::Kind::CheckSettings(c)) => match self.check_settings(&c).await {
+                Ok(r) => task_result::Outcome::CheckSettings(r),
+                Err(e) => TaskFailure::at(Stage::Building)(e).into_outcome(),
+            },
             Some(other) => task_error(
                 Stage::Starting.as_str(),
                 format!("an agent does not run {} tasks", kind_name(&other)),
@@ -107,5 +112,6 @@ fn kind_name(k: &task::Kind) -> &'static str {
         task::Kind::RestoreDump(_) => "restore_dump",
         task::Kind::ResetCaches(_) => "reset_caches",
         task::Kind::WalStats(_) => "wal_stats",
+        task::Kind::CheckSettings(_) => "check_settings",
     }
 }

@@ -16,7 +16,7 @@ use crate::cluster::{self, Cluster};
 use crate::error::AgentError;
 use crate::fsutil::{create_dir_0755, open_own_dir_for_others, open_own_temp_ancestors};
 use crate::process::RunAs;
-use crate::users::{check_traversable, resolve_pg_user};
+use crate::users::{check_traversable, resolve_pg_user, take_build_cache};
 
 /// An error together with the run stage it happened in.
 #[derive(Debug, thiserror::Error)]
@@ -83,8 +83,13 @@ impl AgentHandler {
             open_own_temp_ancestors(dir)?;
             check_traversable(dir, &run_as)?;
         }
+        // Builds run as the PostgreSQL user: the cache is its own.
+        let moved = take_build_cache(&config.build_cache, &run_as)?;
+        if moved > 0 {
+            tracing::info!(dir = %config.build_cache.display(), entries = moved, user = %run_as.name, "build cache given to the postgresql user");
+        }
         Ok(Self {
-            cache: BuildCache::new(config.build_cache.clone(), config.make_jobs),
+            cache: BuildCache::new(config.build_cache.clone(), config.make_jobs, run_as.clone()),
             config,
             run_as,
             listen,

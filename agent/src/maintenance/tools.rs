@@ -145,6 +145,8 @@ pub async fn restore_dump(
             "-j",
             "1",
         ])
+        // Objects belong to the run's role, so the workers (who log in as it) can use them.
+        .args(["--role", crate::conf::RUN_ROLE])
         .args(["-d", crate::cluster::BENCH_DB])
         .arg(dump);
     let started = Instant::now();

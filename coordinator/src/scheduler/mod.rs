@@ -21,6 +21,7 @@ mod pgbench;
 mod probe;
 mod reset;
 mod run;
+mod settings;
 mod wal;
 mod window;
 
@@ -192,7 +193,11 @@ impl Scheduler {
         let busy = agent.busy.clone();
         let guard = busy.lock().await;
         self.make_builds(job_id, &spec, &agent).await?;
+        let accepted = self.check_settings(job_id, &spec, &agent).await?;
         drop(guard);
+        if !accepted {
+            return Ok(());
+        }
         self.catalog
             .set_job_state(job_id, JobState::Running, None)
             .await?;

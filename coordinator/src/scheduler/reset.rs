@@ -35,7 +35,7 @@ pub(crate) fn check_reset(layout: &Layout, r: &ResetCachesResult) -> Result<(), 
             Stage::WarmingUp,
             format!(
                 "layout.drop_os_cache = true, but the agent could not drop the OS page cache \
-                 ({why}); run the agent as root with a writable /proc/sys/vm/drop_caches, or set \
+                 ({why}); install the agent's page cache helper (deploy/install.sh), or set \
                  layout.drop_os_cache = false"
             ),
             "",

@@ -1,0 +1,117 @@
+//! Least privilege, end to end: settings judged by the build before any run.
+
+use std::time::Duration;
+
+use blocklab_proto::v1::GetJobRequest;
+use blocklab_tests::{Lab, pg_tarball, run_job};
+
+fn spec(name: &str, setting: &str) -> String {
+    format!(
+        r#"
+name = "{name}"
+repetitions = 2
+[source]
+tarball = "{tarball}"
+configure = ["--without-icu"]
+[matrix]
+block_size_kb = [8]
+wal_block_size_kb = [8]
+clients = [1]
+[settings]
+{setting}
+[workload]
+builtin = "select-only"
+scale = 1
+duration = "2s"
+warmup = "0s"
+"#,
+        tarball = pg_tarball().display()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn settings_the_build_refuses_fail_the_job_before_any_run() {
+    let lab = Lab::start().await;
+    let mut client = lab.client().await;
+    let cases = [
+        (
+            r#"shared_buffers = "64MB' ; x""#,
+            r#"settings.shared_buffers = "64MB' ; x": "MB' ; x" is not a unit (memory: B, kB, MB, GB, TB; time: us, ms, s, min, h, d)"#,
+        ),
+        (
+            r#"work_mem = "-1""#,
+            r#"settings.work_mem = "-1": -1 is outside the valid range (64 .. 2147483647)"#,
+        ),
+        (
+            r#"max_connections = "lots""#,
+            r#"settings.max_connections = "lots": "lots" is not an integer"#,
+        ),
+        // Enum values are not in the catalog: the build's configuration parser names them.
+        (
+            r#"wal_level = "bogus""#,
+            r#"settings.wal_level = "bogus": invalid value for parameter "wal_level": "bogus" (Available values: minimal, replica, logical.)"#,
+        ),
+    ];
+    for (i, (setting, expected)) in cases.into_iter().enumerate() {
+        let (job_id, state) = run_job(
+            &mut client,
+            &spec(&format!("bad-setting-{i}"), setting),
+            Duration::from_secs(900),
+        )
+        .await;
+        let job = client
+            .get_job(GetJobRequest {
+                job_id,
+                ..Default::default()
+            })
+            .await
+            .expect("job")
+            .into_inner();
+        let summary = job.job.clone().unwrap_or_default();
+        assert_eq!(state, "failed", "{setting}: {summary:?}");
+        assert_eq!(
+            summary.error,
+            format!("the build refuses settings: {expected}"),
+            "{setting}"
+        );
+        assert_eq!(job.runs.len(), 2);
+        for r in &job.runs {
+            // Failed before any attempt: no server was started for it.
+            assert_eq!(
+                (r.state.as_str(), r.stage.as_str(), r.attempt),
+                ("failed", "building", 0),
+                "{setting}: {r:?}"
+            );
+            assert_eq!(r.error, summary.error);
+        }
+    }
+
+    // Accepted by the checks, refused by the server at start: the run's reason says why.
+    let (job_id, state) = run_job(
+        &mut client,
+        &spec("minimal-wal", r#"wal_level = "minimal""#),
+        Duration::from_secs(900),
+    )
+    .await;
+    assert_eq!(state, "failed");
+    let job = client
+        .get_job(GetJobRequest {
+            job_id,
+            ..Default::default()
+        })
+        .await
+        .expect("job")
+        .into_inner();
+    let first = &job.runs[0];
+    assert_eq!(
+        (first.stage.as_str(), first.attempt),
+        ("starting", 1),
+        "{first:?}"
+    );
+    // The first start is the one reading the cell's memory reference.
+    assert_eq!(
+        first.error,
+        r#"memory reference (bs=8K wal=8K c=1): pg_ctl failed: exited with exit status: 1: WAL streaming (max_wal_senders > 0) requires wal_level "replica" or "logical""#,
+    );
+    lab.shutdown().await;
+}

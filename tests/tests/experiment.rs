@@ -107,7 +107,18 @@ duration = "2s"
         "--metric",
         "latency_p99_ms",
     ]);
-    assert_eq!(csv.lines().count(), 4, "{csv}");
+    // The asked metric's three cells, then the workload metrics' (WAL, FPI and checkpoints
+    // per transaction) after them.
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    let p99 = rows
+        .iter()
+        .filter(|l| l.contains(",latency_p99_ms,ms,"))
+        .count();
+    assert_eq!(p99, 3, "{csv}");
+    assert!(
+        rows[..3].iter().all(|l| l.contains(",latency_p99_ms,ms,")),
+        "{csv}"
+    );
     let plots = lab.dir.path().join("plots");
     run(&["plot", &job, "--out", plots.to_str().expect("path")]);
     let svgs: Vec<_> = std::fs::read_dir(&plots)

@@ -26,26 +26,26 @@ SELECT pg_sleep(0.2);
 \\endif
 ";
 
-fn schema(dir: &std::path::Path) -> String {
-    format!(
-        r#"CREATE TABLE draws (id bigserial PRIMARY KEY, client int NOT NULL, a int NOT NULL, b bigint NOT NULL);
+fn schema() -> String {
+    r#"CREATE TABLE draws (id bigserial PRIMARY KEY, client int NOT NULL, a int NOT NULL, b bigint NOT NULL);
 CREATE FUNCTION keep_first() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE k bigint;
 BEGIN
   SELECT count(*) INTO k FROM draws WHERE client = NEW.client;
   IF k <= 3 THEN
-    EXECUTE format('COPY (SELECT %s, %s, %s, %s, %L) TO %L', NEW.client, k, NEW.a, NEW.b,
-      (to_regclass('pgbench_accounts') IS NULL)::text, '{}/c' || NEW.client || '-t' || k || '.tsv');
+    RAISE LOG 'draw %,%,%,%,%', NEW.client, k, NEW.a, NEW.b,
+      (to_regclass('pgbench_accounts') IS NULL)::text;
   END IF;
   RETURN NEW;
 END $$;
 CREATE TRIGGER keep_first AFTER INSERT ON draws FOR EACH ROW EXECUTE FUNCTION keep_first();
-"#,
-        dir.display()
-    )
+"#
+    .to_string()
 }
 
-fn spec(seed: Option<u64>) -> String {
+/// The job; the server logs into `logs`, where the trigger's draws are read from (the run's
+/// role may not write files itself).
+fn spec(seed: Option<u64>, logs: &std::path::Path) -> String {
     format!(
         r#"
 name = "user-workload"
@@ -68,21 +68,31 @@ maxval = 1000000
 sql = "schema.sql"
 [placement]
 client_workers = 2
+[settings]
+logging_collector = "on"
+log_directory = "{}"
+log_filename = "draws-%p.log"
 "#,
         pg_tarball().display(),
-        seed.map_or(String::new(), |s| format!("random_seed = {s}"))
+        seed.map_or(String::new(), |s| format!("random_seed = {s}")),
+        logs.display()
     )
 }
 
-/// The rows the trigger wrote: (client, k) → (a, b, no pgbench table); the files removed.
+/// The draws the trigger logged: (client, k) → (a, b, no pgbench table); the logs removed.
 fn take_draws(dir: &std::path::Path) -> BTreeMap<(i64, i64), (i64, i64, bool)> {
     let mut out = BTreeMap::new();
     for e in std::fs::read_dir(dir).expect("draws dir").flatten() {
-        let text = std::fs::read_to_string(e.path()).expect("draw file");
-        let f: Vec<&str> = text.trim().split('\t').collect();
-        assert_eq!(f.len(), 5, "{text:?}");
-        let n = |i: usize| f[i].parse::<i64>().expect("number");
-        out.insert((n(0), n(1)), (n(2), n(3), f[4] == "true"));
+        let text = std::fs::read_to_string(e.path()).expect("log file");
+        for line in text.lines() {
+            let Some((_, draw)) = line.split_once("LOG:  draw ") else {
+                continue;
+            };
+            let f: Vec<&str> = draw.trim().split(',').collect();
+            assert_eq!(f.len(), 5, "{line:?}");
+            let n = |i: usize| f[i].parse::<i64>().expect("number");
+            out.insert((n(0), n(1)), (n(2), n(3), f[4] == "true"));
+        }
         std::fs::remove_file(e.path()).expect("remove");
     }
     out
@@ -101,12 +111,13 @@ async fn the_users_script_schema_and_seed_go_through_the_fleet() {
         std::os::unix::fs::PermissionsExt::from_mode(0o777),
     )
     .expect("chmod");
-    let schema = schema(draws.path());
+    let schema = schema();
     let files = [("draws.sql", SCRIPT), ("schema.sql", schema.as_str())];
     let mut client = lab.client().await;
     let timeout = Duration::from_secs(20 * 60);
 
-    let (job1, state) = run_job_with_files(&mut client, &spec(None), &files, timeout).await;
+    let (job1, state) =
+        run_job_with_files(&mut client, &spec(None, draws.path()), &files, timeout).await;
     assert_eq!(state, "done", "job {job1}");
     let first = take_draws(draws.path());
 
@@ -230,8 +241,13 @@ async fn the_users_script_schema_and_seed_go_through_the_fleet() {
     );
 
     // A second job with the first one's seed draws the same first values per client.
-    let (job2, state) =
-        run_job_with_files(&mut client, &spec(Some(seed as u64)), &files, timeout).await;
+    let (job2, state) = run_job_with_files(
+        &mut client,
+        &spec(Some(seed as u64), draws.path()),
+        &files,
+        timeout,
+    )
+    .await;
     assert_eq!(state, "done", "job {job2}");
     let second = take_draws(draws.path());
     let seed2: i64 = sqlx::query_scalar("SELECT random_seed FROM jobs WHERE job_id = ?")
@@ -254,7 +270,7 @@ async fn the_users_script_schema_and_seed_go_through_the_fleet() {
 
     // A dump that is not on the agent's host fails the run at loading-data, naming it; the
     // daemons keep running.
-    let missing = spec(None).replace(
+    let missing = spec(None, draws.path()).replace(
         "sql = \"schema.sql\"",
         "sql = \"schema.sql\"\ndump = \"/nonexistent/app.dump\"",
     );

@@ -109,7 +109,16 @@ async fn insert_cells(
                 .execute(&mut **tx)
                 .await?;
     }
-    for r in &plan.runs {
+    insert_runs(tx, job_id, &plan.runs).await
+}
+
+/// Queued runs of a job.
+async fn insert_runs(
+    tx: &mut Transaction<'static, Sqlite>,
+    job_id: &str,
+    runs: &[blocklab_spec::PlannedRun],
+) -> Result<(), CatalogError> {
+    for r in runs {
         sqlx::query("INSERT INTO runs (run_id, job_id, cell_index, repetition, sequence, state, stage) VALUES (?, ?, ?, ?, ?, 'queued', 'queued')")
                 .bind(uuid::Uuid::new_v4().to_string())
                 .bind(job_id)
@@ -162,16 +171,7 @@ impl Catalog {
         runs: &[blocklab_spec::PlannedRun],
     ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
-        for r in runs {
-            sqlx::query("INSERT INTO runs (run_id, job_id, cell_index, repetition, sequence, state, stage) VALUES (?, ?, ?, ?, ?, 'queued', 'queued')")
-                .bind(uuid::Uuid::new_v4().to_string())
-                .bind(job_id)
-                .bind(r.cell_index)
-                .bind(r.repetition)
-                .bind(r.sequence)
-                .execute(&mut *tx)
-                .await?;
-        }
+        insert_runs(&mut tx, job_id, runs).await?;
         tx.commit().await?;
         Ok(())
     }

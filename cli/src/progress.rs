@@ -84,11 +84,14 @@ fn show(bar: &ProgressBar, ev: &JobEvent) {
     if let Some(j) = &ev.job {
         bar.set_length(u64::from(j.runs_total));
         bar.set_position(u64::from(j.runs_done + j.runs_failed));
+        if !j.waiting.is_empty() {
+            bar.set_message(j.waiting.clone());
+        }
     }
     if let Some(r) = &ev.run {
         if finished(run_state(r)) {
             bar.println(run_line(r));
-        } else {
+        } else if ev.job.as_ref().is_none_or(|j| j.waiting.is_empty()) {
             bar.set_message(stage_message(r));
         }
     }

@@ -447,17 +447,14 @@ impl Fleet for FleetService {
         let registry = self.registry.clone();
         let catalog = self.catalog.clone();
         tokio::spawn(async move {
-            let mut last_persist = Instant::now();
+            // Liveness stays in memory (`seen`); the catalog's `last_seen` is flushed for all
+            // hosts at once by the coordinator's reaper, so no message here waits on a write.
             while let Some(msg) = inbound.next().await {
                 let Ok(msg) = msg else { break };
                 session.seen();
                 match msg.kind {
                     Some(host_message::Kind::Heartbeat(_)) => {
                         HEARTBEATS_RECEIVED.inc();
-                        if last_persist.elapsed() > Duration::from_secs(10) {
-                            last_persist = Instant::now();
-                            let _ = catalog.touch_host(&session.host_id).await;
-                        }
                     }
                     Some(host_message::Kind::Progress(p)) => {
                         if let Some(event) = ProgressEvent::from_wire(&session.host_id, p) {

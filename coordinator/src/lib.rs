@@ -22,6 +22,8 @@ pub mod results;
 pub mod scheduler;
 
 /// How long a shutdown waits for open connections to close before it stops anyway.
+/// How often the hosts' `last_seen` is written to the catalog (liveness itself is in memory).
+const LIVENESS_FLUSH: std::time::Duration = std::time::Duration::from_secs(10);
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// How the coordinator runs.
@@ -106,6 +108,22 @@ pub async fn serve(
             reaper_registry.reap();
         }
     });
+    // The hosts' last_seen, in one write for all of them (liveness itself is in memory).
+    let flush_registry = registry.clone();
+    let flush_catalog = catalog.clone();
+    let flusher = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(LIVENESS_FLUSH).await;
+            let up: Vec<String> = flush_registry
+                .up()
+                .iter()
+                .map(|s| s.host_id.clone())
+                .collect();
+            if let Err(e) = flush_catalog.touch_hosts(&up).await {
+                tracing::warn!(error = %e, hosts = up.len(), "cannot record when hosts were last seen");
+            }
+        }
+    });
     let addr = listener.local_addr().ok();
     tracing::info!(
         addr = ?addr,
@@ -174,6 +192,7 @@ pub async fn serve(
         }
     };
     reaper.abort();
+    flusher.abort();
     if let Some(d) = dashboard {
         d.abort();
     }

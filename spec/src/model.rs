@@ -190,6 +190,9 @@ pub struct Spec {
     pub layout: Layout,
     pub db_host_labels: Vec<String>,
     pub client_workers: u32,
+    /// How long a run may wait for its database host or its client workers before it fails.
+    #[serde(default = "default_host_wait")]
+    pub host_wait: std::time::Duration,
     /// Adaptive repetitions (`repetitions` is then the minimum).
     #[serde(default)]
     pub adaptive: Option<Adaptive>,
@@ -542,4 +545,12 @@ pub struct ProbeSpec {
     pub fsync_block_sizes_kb: Vec<u32>,
     pub fsync_writes: u32,
     pub db_host_labels: Vec<String>,
+}
+
+/// `placement.host_wait` when the spec gives none: long enough for a host's reboot or a
+/// long job ahead on the shared workers.
+pub const DEFAULT_HOST_WAIT: std::time::Duration = std::time::Duration::from_secs(12 * 3600);
+
+fn default_host_wait() -> std::time::Duration {
+    DEFAULT_HOST_WAIT
 }

@@ -266,4 +266,6 @@ pub(super) struct RawPlacement {
     pub db_host_labels: Vec<String>,
     #[serde(default)]
     pub client_workers: Option<u32>,
+    #[serde(default)]
+    pub host_wait: Option<String>,
 }

@@ -43,6 +43,28 @@ fn good_spec_parses_with_defaults() {
 }
 
 #[test]
+fn host_wait_defaults_to_twelve_hours_and_is_bounded() {
+    assert_eq!(
+        Spec::parse(GOOD).expect("valid").host_wait,
+        Duration::from_secs(12 * 3600)
+    );
+    let with = |v: &str| format!("{GOOD}[placement]\nhost_wait = \"{v}\"\n");
+    assert_eq!(
+        Spec::parse(&with("30min")).expect("valid").host_wait,
+        Duration::from_secs(1800)
+    );
+    let e = err(&with("8days"));
+    assert_eq!(e.field, "placement.host_wait");
+    assert_eq!(e.message, "must be between 1s and 7days");
+    let e = err(&with("soon"));
+    assert_eq!(e.field, "placement.host_wait");
+    assert!(
+        e.message.starts_with("cannot parse \"soon\" as a duration"),
+        "{e}"
+    );
+}
+
+#[test]
 fn unknown_key_names_the_field() {
     let e = err(&GOOD.replace("clients = [4]", "clients = [4]\nblok_size = 3"));
     assert_eq!(e.field, "matrix.blok_size", "{e}");

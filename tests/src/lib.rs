@@ -54,6 +54,8 @@ pub struct LabOptions {
     pub workers_in_process: usize,
     /// Workers started as `blocklab-worker serve` processes.
     pub worker_processes: usize,
+    /// Agents started in this process (labels `e2e`): `e2e-db`, then `e2e-db-1`, ...
+    pub agents: usize,
 }
 
 impl Default for LabOptions {
@@ -61,6 +63,7 @@ impl Default for LabOptions {
         Self {
             workers_in_process: 1,
             worker_processes: 0,
+            agents: 1,
         }
     }
 }
@@ -132,19 +135,34 @@ impl Lab {
                 .expect("coordinator");
         }));
 
-        let mut agent = blocklab_agent::AgentConfig::default_for(&addr);
-        agent.host_id = "e2e-db".into();
-        agent.labels = vec!["e2e".into()];
-        agent.advertise_addr = "127.0.0.1".into();
-        agent.work_dir = dir.path().join("agent");
-        agent.build_cache = build_cache();
-        agent.pg_user = Some(pg_user());
-        let rx = stop_rx.clone();
-        handles.push(tokio::spawn(async move {
-            blocklab_agent::serve(agent, stopped(rx))
-                .await
-                .expect("agent");
-        }));
+        for i in 0..opts.agents {
+            let mut agent = blocklab_agent::AgentConfig::default_for(&addr);
+            agent.host_id = if i == 0 {
+                "e2e-db".into()
+            } else {
+                format!("e2e-db-{i}")
+            };
+            agent.labels = vec!["e2e".into()];
+            agent.advertise_addr = "127.0.0.1".into();
+            agent.work_dir = dir.path().join(if i == 0 {
+                "agent".to_string()
+            } else {
+                format!("agent-{i}")
+            });
+            agent.build_cache = build_cache();
+            agent.pg_user = Some(pg_user());
+            if i > 0 {
+                // Agents on one address pick their servers' ports from ranges of their own.
+                let base = agent.port_range.0 + 100 * i as u16;
+                agent.port_range = (base, base + 99);
+            }
+            let rx = stop_rx.clone();
+            handles.push(tokio::spawn(async move {
+                blocklab_agent::serve(agent, stopped(rx))
+                    .await
+                    .expect("agent");
+            }));
+        }
 
         for i in 0..opts.workers_in_process {
             let mut worker = blocklab_worker::WorkerConfig::default_for(&addr);
@@ -183,7 +201,7 @@ impl Lab {
                 .expect("start blocklab-worker");
             children.push(child);
         }
-        let expected_hosts = 1 + opts.workers_in_process + opts.worker_processes;
+        let expected_hosts = opts.agents + opts.workers_in_process + opts.worker_processes;
 
         let lab = Self {
             dir,

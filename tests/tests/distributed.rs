@@ -13,6 +13,7 @@ async fn two_worker_processes_share_a_run_and_merge() {
     let lab = Lab::start_with(LabOptions {
         workers_in_process: 0,
         worker_processes: 2,
+        ..LabOptions::default()
     })
     .await;
     let mut client = lab.client().await;

@@ -103,6 +103,7 @@ async fn the_users_script_schema_and_seed_go_through_the_fleet() {
     let lab = Lab::start_with(LabOptions {
         workers_in_process: 2,
         worker_processes: 0,
+        ..LabOptions::default()
     })
     .await;
     let draws = tempfile::tempdir().expect("draws dir");

@@ -111,6 +111,7 @@ async fn tpcc_like_job_reports_notpm_and_passes_its_consistency_checks() {
     let lab = Lab::start_with(LabOptions {
         workers_in_process: 2,
         worker_processes: 0,
+        ..LabOptions::default()
     })
     .await;
     let mut client = lab.client().await;

@@ -32,9 +32,9 @@ pub async fn stop(c: &Cluster) -> Result<(), AgentError> {
         }
     }
     if let Some(w) = &c.wal_dir {
-        remove_run_dir(w)?;
+        remove_run_dir(w).await?;
     }
-    remove_run_dir(&c.run_dir)
+    remove_run_dir(&c.run_dir).await
 }
 
 /// Stops whatever postmaster a run directory we no longer track still has (e.g. after an
@@ -45,8 +45,8 @@ pub async fn stop_untracked(run_dir: &Path, wal_dir: &Path) -> Result<(), AgentE
             .await
             .map_err(|e| AgentError::Other(format!("stop postmaster {pid}: {e}")))?;
     }
-    remove_run_dir(wal_dir)?;
-    remove_run_dir(run_dir)
+    remove_run_dir(wal_dir).await?;
+    remove_run_dir(run_dir).await
 }
 
 /// Whether the cluster's postmaster is still the live process it was at start.
@@ -54,8 +54,14 @@ pub fn is_running(c: &Cluster) -> bool {
     c.pid > 0 && postmaster_pid(&c.data_dir) == Some(c.pid)
 }
 
-fn remove_run_dir(dir: &Path) -> Result<(), AgentError> {
-    match std::fs::remove_dir_all(dir) {
+/// Removes a run's directory off the async threads: thousands of unlinks on a busy disk take
+/// seconds, and the session's heartbeats must not wait for them.
+async fn remove_run_dir(dir: &Path) -> Result<(), AgentError> {
+    let owned = dir.to_path_buf();
+    let removed = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(owned))
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+    match removed {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(AgentError::io(format!("remove {}", dir.display()), e)),

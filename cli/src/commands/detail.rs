@@ -43,6 +43,9 @@ pub fn render_job(job: &GetJobResponse) -> String {
         if !j.error.is_empty() {
             let _ = writeln!(out, "error: {}", j.error);
         }
+        if !j.waiting.is_empty() {
+            let _ = writeln!(out, "{}", j.waiting);
+        }
     }
     let mut t = table(&runs_table_header());
     for r in &job.runs {

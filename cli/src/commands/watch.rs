@@ -27,9 +27,14 @@ pub async fn watch<T: Transport>(
 fn event_line(ev: &JobEvent) -> Option<String> {
     let j = ev.job.as_ref()?;
     let run = ev.run.as_ref().map(run_part).unwrap_or_default();
+    let waiting = if j.waiting.is_empty() {
+        String::new()
+    } else {
+        format!(" | {}", j.waiting)
+    };
     Some(format!(
-        "{} {}: {}/{} runs done, {} failed{}",
-        j.job_id, j.state, j.runs_done, j.runs_total, j.runs_failed, run
+        "{} {}: {}/{} runs done, {} failed{}{}",
+        j.job_id, j.state, j.runs_done, j.runs_total, j.runs_failed, waiting, run
     ))
 }
 

@@ -18,11 +18,12 @@ struct Args {
     /// Address to listen on for the CLI, agents and workers.
     #[arg(long, env = "BLOCKLAB_LISTEN", default_value = "127.0.0.1:7400")]
     listen: String,
-    /// SQLite catalog file.
+    /// SQLite catalog: a file path or sqlite://PATH.
     #[arg(
         long,
         env = "BLOCKLAB_CATALOG",
-        default_value = "/var/lib/blocklab/catalog.db"
+        default_value = "/var/lib/blocklab/catalog.db",
+        value_parser = blocklab_coordinator::catalog::parse_location
     )]
     catalog: PathBuf,
     /// How often hosts heartbeat.

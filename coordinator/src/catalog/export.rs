@@ -368,6 +368,7 @@ impl From<&JobRecord> for JobSummary {
             kind: j.kind.to_string(),
             workload: j.workload.clone(),
             headline_metric: j.headline_metric.clone(),
+            waiting: j.waiting.clone().unwrap_or_default(),
         }
     }
 }

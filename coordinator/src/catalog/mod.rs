@@ -25,6 +25,24 @@ mod user_load;
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Handle to the catalog; cheap to clone.
+/// The catalog a `--catalog` argument names: a file path, or `sqlite://PATH`. Anything else
+/// with a scheme (`postgres://...`, a typo) is refused naming the schemes supported, instead
+/// of becoming a file under a directory named after the scheme.
+pub fn parse_location(arg: &str) -> Result<std::path::PathBuf, String> {
+    let arg = arg.trim();
+    if arg.is_empty() {
+        return Err("the catalog is a file path or sqlite://PATH; got an empty value".into());
+    }
+    match arg.split_once("://") {
+        None => Ok(arg.into()),
+        Some(("sqlite", path)) if !path.is_empty() => Ok(path.into()),
+        Some((scheme, _)) => Err(format!(
+            "{arg:?}: catalogs of scheme {scheme:?} are not supported; the catalog is a SQLite \
+             file, given as a path or as sqlite://PATH"
+        )),
+    }
+}
+
 #[derive(Clone)]
 pub struct Catalog {
     writer: SqlitePool,
@@ -122,6 +140,24 @@ impl Catalog {
         Ok(())
     }
 
+    /// Records `last_seen` = now for every host in `host_ids`, in one transaction.
+    pub async fn touch_hosts(&self, host_ids: &[String]) -> Result<(), CatalogError> {
+        if host_ids.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.write().await?;
+        let now = now();
+        for id in host_ids {
+            sqlx::query("UPDATE hosts SET last_seen = ? WHERE host_id = ?")
+                .bind(&now)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// The CPU cores a host reported in its facts (`cpu_cores`), if it did.
     pub async fn host_cores(&self, host_id: &str) -> Result<Option<u32>, CatalogError> {
         let cores: Option<i64> = sqlx::query_scalar(
@@ -204,6 +240,22 @@ impl Catalog {
         rows.iter().map(ProbeSummaryRow::from_row).collect()
     }
 
+    /// Records why a job waits (`None`: it no longer does).
+    pub async fn set_job_waiting(
+        &self,
+        job_id: &str,
+        waiting: Option<&str>,
+    ) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        sqlx::query("UPDATE jobs SET waiting = ? WHERE job_id = ?")
+            .bind(waiting)
+            .bind(job_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     pub async fn set_job_state(
         &self,
         job_id: &str,
@@ -216,7 +268,8 @@ impl Catalog {
         sqlx::query(
             "UPDATE jobs SET state = ?, error = coalesce(?, error),
                started_at = CASE WHEN started_at IS NULL AND ? NOT IN ('queued') THEN ? ELSE started_at END,
-               finished_at = CASE WHEN ? THEN ? ELSE finished_at END
+               finished_at = CASE WHEN ? THEN ? ELSE finished_at END,
+               waiting = CASE WHEN ? THEN NULL ELSE waiting END
              WHERE job_id = ? AND state <> 'cancelled'",
         )
         .bind(state)
@@ -225,6 +278,7 @@ impl Catalog {
         .bind(now())
         .bind(finished)
         .bind(now())
+        .bind(finished)
         .bind(job_id)
         .execute(&mut *tx)
         .await?;
@@ -390,5 +444,34 @@ impl Catalog {
             .fetch_optional(&self.reader)
             .await?;
         row.as_ref().map(ResultRecord::from_row).transpose()
+    }
+}
+
+#[cfg(test)]
+mod location_tests {
+    use super::parse_location;
+
+    #[test]
+    fn catalog_locations_are_paths_or_sqlite_urls() {
+        assert_eq!(
+            parse_location("/var/lib/x.db").unwrap(),
+            std::path::Path::new("/var/lib/x.db")
+        );
+        assert_eq!(
+            parse_location("rel/x.db").unwrap(),
+            std::path::Path::new("rel/x.db")
+        );
+        assert_eq!(
+            parse_location("sqlite:///tmp/x.db").unwrap(),
+            std::path::Path::new("/tmp/x.db")
+        );
+        let e = parse_location("postgres://postgres@127.0.0.1:5494/postgres").unwrap_err();
+        assert_eq!(
+            e,
+            "\"postgres://postgres@127.0.0.1:5494/postgres\": catalogs of scheme \"postgres\" are \
+             not supported; the catalog is a SQLite file, given as a path or as sqlite://PATH"
+        );
+        assert!(parse_location("sqlite://").is_err());
+        assert!(parse_location("  ").is_err());
     }
 }

@@ -9,14 +9,14 @@ use super::error::CatalogError;
 
 pub(super) const JOB_SELECT_ALL: &str =
     "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.created_at, j.spec_toml, j.seed,
-  j.kind, j.workload, j.headline_metric,
+  j.kind, j.workload, j.headline_metric, j.waiting,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id) AS runs_total,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'done') AS runs_done,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'failed') AS runs_failed
   FROM jobs j ORDER BY j.created_at";
 pub(super) const JOB_SELECT_ONE: &str =
     "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.created_at, j.spec_toml, j.seed,
-  j.kind, j.workload, j.headline_metric,
+  j.kind, j.workload, j.headline_metric, j.waiting,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id) AS runs_total,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'done') AS runs_done,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'failed') AS runs_failed
@@ -75,6 +75,7 @@ struct JobRow {
     kind: String,
     workload: String,
     headline_metric: String,
+    waiting: Option<String>,
     runs_total: i64,
     runs_done: i64,
     runs_failed: i64,
@@ -94,6 +95,8 @@ pub struct JobRecord {
     /// What it runs: a workload kind's name, or "probe".
     pub workload: String,
     pub headline_metric: String,
+    /// Why the job waits (for its database host, for client workers); `None` while it does not.
+    pub waiting: Option<String>,
     pub runs_total: u32,
     pub runs_done: u32,
     pub runs_failed: u32,
@@ -120,6 +123,7 @@ impl TryFrom<JobRow> for JobRecord {
             seed: r.seed.map(|s| s as u64),
             workload: r.workload,
             headline_metric: r.headline_metric,
+            waiting: r.waiting,
             runs_total: small(r.runs_total),
             runs_done: small(r.runs_done),
             runs_failed: small(r.runs_failed),

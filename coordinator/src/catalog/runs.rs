@@ -320,7 +320,7 @@ impl Catalog {
             .execute(&mut *tx)
             .await?
             .rows_affected();
-        sqlx::query("UPDATE jobs SET state = 'cancelled', error = 'cancelled by request', finished_at = ? WHERE job_id = ?")
+        sqlx::query("UPDATE jobs SET state = 'cancelled', error = 'cancelled by request', finished_at = ?, waiting = NULL WHERE job_id = ?")
             .bind(now())
             .bind(job_id)
             .execute(&mut *tx)

@@ -72,7 +72,7 @@ pub fn index(hosts: &[HostRecord], up: &[bool], jobs: &[JobRecord], catalog_path
     for j in jobs {
         let _ = write!(
             out,
-            "<tr data-job=\"{id}\" data-state=\"{state}\"><td><a class=\"job\" href=\"/jobs/{id}\">{}</a></td><td>{id}</td><td>{state}</td><td>{} / {} / {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr data-job=\"{id}\" data-state=\"{state}\"><td><a class=\"job\" href=\"/jobs/{id}\">{}</a></td><td>{id}</td><td>{state}{waiting}</td><td>{} / {} / {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&j.name),
             j.runs_done,
             j.runs_total,
@@ -82,6 +82,11 @@ pub fn index(hosts: &[HostRecord], up: &[bool], jobs: &[JobRecord], catalog_path
             esc(j.error.as_deref().unwrap_or("")),
             id = esc(&j.job_id),
             state = esc(j.state.as_str()),
+            waiting = j
+                .waiting
+                .as_deref()
+                .map(|w| format!("<br><small class=\"waiting\">{}</small>", esc(w)))
+                .unwrap_or_default(),
         );
     }
     out.push_str("</tbody></table>\n</body></html>\n");

@@ -10,7 +10,7 @@ use blocklab_proto::v1::{
     As3apParams, ConnInfo, RunLoadTask, RunMaintenanceTask, TpccParams, WorkloadKind as WireKind,
     WorkloadStepResult, WorkloadStepTask, task, task_result::Outcome,
 };
-use futures::future::join_all;
+use futures::future::try_join_all;
 
 use crate::load::{LoadResult, Metric};
 
@@ -155,21 +155,21 @@ impl Scheduler {
                 part: u32::try_from(i).unwrap_or(0),
                 parts,
             };
-            w.call(
+            let call = w.call(
                 ctx.run_id,
                 ctx.attempt,
                 task::Kind::WorkloadStep(t),
                 INIT_TIMEOUT,
-            )
-        });
-        let mut out = Vec::new();
-        for r in join_all(calls).await {
-            match r {
-                Ok(Outcome::WorkloadStep(s)) => out.push(s),
-                other => return Err(unexpected(stage, other)),
+            );
+            async move {
+                match call.await {
+                    Ok(Outcome::WorkloadStep(s)) => Ok(s),
+                    other => Err(unexpected(stage, other)),
+                }
             }
-        }
-        Ok(out)
+        });
+        // The first part that fails fails the step at once.
+        try_join_all(calls).await
     }
 
     async fn measure_tpcc(

@@ -18,18 +18,18 @@ mod memory;
 pub mod merge;
 pub mod metrics;
 mod pgbench;
+mod placement;
 mod probe;
 mod reset;
 mod run;
 mod settings;
+mod waiting;
 mod wal;
 mod window;
 
 const BUILD_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 /// Attempts a run gets when hosts vanish under it (then it fails).
 pub const MAX_ATTEMPTS: u32 = 3;
-/// How long a job waits for a host it needs before giving up on a run.
-pub(crate) const HOST_WAIT: Duration = Duration::from_secs(120);
 
 #[derive(Debug, thiserror::Error)]
 pub enum SchedulerError {
@@ -46,6 +46,8 @@ pub struct Scheduler {
     pub events: broadcast::Sender<String>,
     /// Live tps per (run, worker host) while runs measure.
     live: std::sync::Mutex<std::collections::HashMap<(String, String), f64>>,
+    /// How busy each database host is; the queue for client workers.
+    placement: Arc<placement::Placement>,
     /// Per running job: set to true when the job is cancelled.
     cancels: std::sync::Mutex<std::collections::HashMap<String, watch::Sender<bool>>>,
 }
@@ -56,6 +58,7 @@ impl Scheduler {
             catalog,
             registry,
             events: broadcast::channel(1024).0,
+            placement: Arc::default(),
             cancels: std::sync::Mutex::new(std::collections::HashMap::new()),
             live: std::sync::Mutex::new(std::collections::HashMap::new()),
         })
@@ -179,19 +182,22 @@ impl Scheduler {
             }
         };
         tracing::info!(job_id, name = %spec.name, "job started");
-        let Some(agent) = self
-            .pin_agent(job_id, &spec.db_host_labels, job.db_host_id.as_deref())
+        let pinned = job.db_host_id.as_deref();
+        let Some(pin) = self
+            .pin_agent(job_id, &spec.db_host_labels, pinned, spec.host_wait)
             .await?
         else {
             return Ok(());
         };
+        let agent = pin.session.clone();
         let db_host = agent.host_id.clone();
         self.catalog
             .set_job_state(job_id, JobState::Building, None)
             .await?;
         self.changed(job_id);
-        let busy = agent.busy.clone();
-        let guard = busy.lock().await;
+        let Some(guard) = self.hold_agent(job_id, &agent, spec.host_wait).await? else {
+            return self.finish_job(job_id).await;
+        };
         self.make_builds(job_id, &spec, &agent).await?;
         let accepted = self.check_settings(job_id, &spec, &agent).await?;
         drop(guard);
@@ -268,60 +274,6 @@ impl Scheduler {
             .await?;
         tracing::info!(job_id, state = %state, "job finished");
         Ok(())
-    }
-
-    /// Pins the job to its database host: the one it is pinned to, or an agent with `labels`,
-    /// waiting up to [`HOST_WAIT`]. Without one, the job and its queued runs fail naming the
-    /// labels, and the answer is `None`.
-    pub(crate) async fn pin_agent(
-        &self,
-        job_id: &str,
-        labels: &[String],
-        pinned: Option<&str>,
-    ) -> Result<Option<Arc<HostSession>>, SchedulerError> {
-        let Some(agent) = self.wait_for_agent(labels, pinned).await else {
-            let reason =
-                format!("no database host with labels {labels:?} attached within {HOST_WAIT:?}");
-            self.catalog
-                .fail_queued_runs(job_id, Stage::Queued, &reason, None)
-                .await?;
-            self.catalog
-                .set_job_state(job_id, JobState::Failed, Some(&reason))
-                .await?;
-            return Ok(None);
-        };
-        self.catalog.pin_job_host(job_id, &agent.host_id).await?;
-        Ok(Some(agent))
-    }
-
-    async fn wait_for_agent(
-        &self,
-        labels: &[String],
-        pinned: Option<&str>,
-    ) -> Option<Arc<HostSession>> {
-        let matches = |s: &HostSession| {
-            s.role == blocklab_proto::Role::Agent
-                && pinned.is_none_or(|p| p == s.host_id)
-                && labels.iter().all(|l| s.labels.contains(l))
-        };
-        self.wait_for(|| self.registry.up().into_iter().find(|s| matches(s)))
-            .await
-    }
-
-    /// Polls `find` until it yields, waking on host changes; gives up after `HOST_WAIT`.
-    pub(crate) async fn wait_for<T>(&self, mut find: impl FnMut() -> Option<T>) -> Option<T> {
-        let deadline = tokio::time::Instant::now() + HOST_WAIT;
-        loop {
-            if let Some(found) = find() {
-                return Some(found);
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return None;
-            }
-            let _ =
-                tokio::time::timeout(Duration::from_millis(500), self.registry.changed.notified())
-                    .await;
-        }
     }
 
     async fn make_builds(

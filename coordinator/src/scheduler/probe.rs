@@ -17,9 +17,14 @@ impl Scheduler {
         p: &ProbeSpec,
         pinned: Option<&str>,
     ) -> Result<(), SchedulerError> {
-        let Some(agent) = self.pin_agent(job_id, &p.db_host_labels, pinned).await? else {
+        let limit = blocklab_spec::DEFAULT_HOST_WAIT;
+        let Some(pin) = self
+            .pin_agent(job_id, &p.db_host_labels, pinned, limit)
+            .await?
+        else {
             return Ok(());
         };
+        let agent = pin.session.clone();
         self.catalog
             .set_job_state(job_id, JobState::Running, None)
             .await?;
@@ -31,8 +36,9 @@ impl Scheduler {
             let Some(target) = p.targets.get(run.cell_index as usize) else {
                 continue;
             };
-            let busy = agent.busy.clone();
-            let _guard = busy.lock().await;
+            let Some(_guard) = self.hold_agent(job_id, &agent, limit).await? else {
+                break;
+            };
             let attempt = self
                 .catalog
                 .begin_attempt(&run.run_id, &agent.host_id, "")

@@ -12,6 +12,7 @@ use blocklab_proto::v1::{
     StopServerTask, coordinator_message, task, task_result::Outcome,
 };
 
+use super::placement::Waited;
 use super::{JobCtx, Scheduler, SchedulerError, build_options};
 use crate::catalog::{CatalogError, RunChoices, RunRecord, ServerRecord};
 use crate::fleet::{CallError, HostSession};
@@ -90,26 +91,31 @@ impl Scheduler {
             db_host,
             ..
         } = *job;
-        let Some(agent) = self.wait_for(|| self.registry.get(db_host)).await else {
-            let reason = format!("database host {db_host} is down");
-            self.catalog
-                .fail_queued_runs(job_id, Stage::Starting, &reason, Some(&[cell.index]))
-                .await?;
+        let limit = spec.host_wait;
+        let agent = match self
+            .wait_for(job_id, limit, || {
+                self.registry
+                    .get(db_host)
+                    .ok_or_else(|| format!("waiting for database host {db_host} to return"))
+            })
+            .await
+        {
+            Waited::Got(agent) => agent,
+            Waited::Cancelled => return Ok(()),
+            Waited::TimedOut(reason) => return self.fail_waiting(job_id, &reason, limit).await,
+        };
+        let Some(_agent_guard) = self.hold_agent(job_id, &agent, limit).await? else {
             return Ok(());
         };
-        let agent_busy = agent.busy.clone();
-        let _agent_guard = agent_busy.lock().await;
         let wanted = if spec.cell_workload(cell).kind.has_workers() {
             spec.client_workers as usize
         } else {
             0
         };
-        let Some(workers) = self.wait_for(|| self.free_workers(wanted)).await else {
-            let reason = format!("fewer than {wanted} client workers attached and free");
-            self.catalog
-                .fail_queued_runs(job_id, Stage::Starting, &reason, Some(&[cell.index]))
-                .await?;
-            return Ok(());
+        let workers = match self.client_workers(job_id, wanted, limit).await {
+            Waited::Got(w) => w,
+            Waited::Cancelled => return Ok(()),
+            Waited::TimedOut(reason) => return self.fail_waiting(job_id, &reason, limit).await,
         };
         let sessions: Vec<Arc<HostSession>> = workers.iter().map(|(s, _)| s.clone()).collect();
         let run_id = run.run_id.as_str();
@@ -155,8 +161,9 @@ impl Scheduler {
             run_id: run_id.to_string(),
             attempt,
         };
-        if matches!(&outcome, Some(Err(f)) if f.lost) {
-            // Whatever still runs for this attempt on the hosts that remain is stale: stop it.
+        if matches!(&outcome, Some(Err(_))) {
+            // A failed step ends the run at once: whatever still runs for this attempt on
+            // the workers (a load parked waiting for go, a data load) is stopped.
             for host in &sessions {
                 let _ = host
                     .notify(coordinator_message::Kind::Cancel(cancel.clone()))
@@ -231,28 +238,6 @@ impl Scheduler {
                 tokio::time::timeout(Duration::from_millis(500), self.registry.changed.notified())
                     .await;
         }
-    }
-
-    fn free_workers(
-        &self,
-        n: usize,
-    ) -> Option<Vec<(Arc<HostSession>, tokio::sync::OwnedMutexGuard<()>)>> {
-        let mut got = Vec::new();
-        if n == 0 {
-            return Some(got);
-        }
-        for s in self.registry.up() {
-            if s.role != blocklab_proto::Role::Worker {
-                continue;
-            }
-            if let Ok(g) = s.busy.clone().try_lock_owned() {
-                got.push((s, g));
-                if got.len() == n {
-                    return Some(got);
-                }
-            }
-        }
-        None
     }
 
     pub(crate) async fn prepare(&self, ctx: &RunCtx<'_>) -> Result<PrepareServerResult, Failure> {

@@ -14,14 +14,14 @@ use blocklab_proto::v1::{
     Go, RunLoadTask, SnapshotStatsResult, SnapshotStatsTask, coordinator_message, task,
     task_result::Outcome,
 };
-use futures::future::join_all;
+use futures::future::try_join_all;
 
 use crate::load::LoadResult;
 
 use super::Scheduler;
 use super::run::{Failure, RunCtx, fail, unexpected, unrecorded};
 use crate::catalog::RunChoices;
-use crate::fleet::{CallError, HostSession, Progress, ProgressEvent};
+use crate::fleet::{HostSession, Progress, ProgressEvent};
 
 /// Client CPU above this share of the workers' threads marks a run suspect.
 const CPU_SATURATED: f64 = 0.9;
@@ -69,24 +69,25 @@ impl Scheduler {
             |((w, &(clients, offset)), id): ((&Arc<HostSession>, _), _)| {
                 let mut load = task(clients, offset);
                 load.wait_for_go = true;
-                w.call_with_id(id, run_id, attempt, task::Kind::RunLoad(load), timeout)
+                let call = w.call_with_id(id, run_id, attempt, task::Kind::RunLoad(load), timeout);
+                async move {
+                    match call.await {
+                        Ok(Outcome::RunLoad(r)) => Ok(LoadResult::from(r)),
+                        other => Err(unexpected(Stage::Measuring, other)),
+                    }
+                }
             },
         );
-        let all = join_all(calls);
+        // The first worker that fails ends the window at once (the run's failure then cancels
+        // what the others still run).
+        let all = try_join_all(calls);
         tokio::pin!(all);
         let opened = self.open_window(ctx, &mut progress, &task_ids);
         let (baseline, before) = tokio::select! {
             o = opened => o?,
-            results = &mut all => return Err(ended_early(results)),
+            results = &mut all => return Err(results.err().unwrap_or_else(ended_early)),
         };
-        let results = all.await;
-        let mut parts = Vec::new();
-        for r in results {
-            match r {
-                Ok(Outcome::RunLoad(r)) => parts.push(LoadResult::from(r)),
-                other => return Err(unexpected(Stage::Measuring, other)),
-            }
-        }
+        let parts = all.await?;
         let results_at = Instant::now();
         let settle = SnapshotStatsTask {
             checkpoint_first: false,
@@ -235,20 +236,13 @@ async fn wait_measuring(
     Ok(())
 }
 
-/// The workers' results arrived before every one reported its window's start: the first
-/// error among them, else a failure saying so.
-fn ended_early(results: Vec<Result<Outcome, CallError>>) -> Failure {
-    results
-        .into_iter()
-        .find(|r| !matches!(r, Ok(Outcome::RunLoad(_))))
-        .map(|r| unexpected(Stage::Measuring, r))
-        .unwrap_or_else(|| {
-            fail(
-                Stage::Measuring,
-                "the workers finished before all of them reported the start of the measured window",
-                "",
-            )
-        })
+/// Every worker's result arrived before all of them reported their window's start.
+fn ended_early() -> Failure {
+    fail(
+        Stage::Measuring,
+        "the workers finished before all of them reported the start of the measured window",
+        "",
+    )
 }
 
 /// `wal_lsn_bytes` of a snapshot (0 when absent).

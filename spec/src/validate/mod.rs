@@ -52,6 +52,7 @@ fn validate(raw: RawSpec, files: &Files) -> Result<Spec, SpecError> {
     let workload_variants =
         workload::workload_variants(&raw.workload, &raw.workload_variants, &workload, files)?;
     let client_workers = check_placement(&raw.placement, &raw.matrix.clients)?;
+    let host_wait = host_wait(raw.placement.host_wait.as_deref())?;
     let analysis = analysis::analysis(raw.equivalence_pct, raw.suspect_runs.as_deref())?;
     let base = raw.baseline.as_ref();
     let baseline_settings_variant =
@@ -94,7 +95,26 @@ fn validate(raw: RawSpec, files: &Files) -> Result<Spec, SpecError> {
         },
         db_host_labels: raw.placement.db_host_labels,
         client_workers,
+        host_wait,
     })
+}
+
+/// `placement.host_wait`: from a second to a week; the default when absent.
+fn host_wait(text: Option<&str>) -> Result<std::time::Duration, SpecError> {
+    let Some(text) = text else {
+        return Ok(crate::model::DEFAULT_HOST_WAIT);
+    };
+    let field = "placement.host_wait";
+    let d = humantime::parse_duration(text.trim()).map_err(|e| {
+        SpecError::new(
+            field,
+            format!("cannot parse {text:?} as a duration ({e}); write e.g. \"30min\" or \"12h\""),
+        )
+    })?;
+    if d < std::time::Duration::from_secs(1) || d > std::time::Duration::from_secs(7 * 24 * 3600) {
+        return Err(SpecError::new(field, "must be between 1s and 7days"));
+    }
+    Ok(d)
 }
 
 /// `kind` (a benchmark) and `name`.

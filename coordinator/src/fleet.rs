@@ -49,6 +49,8 @@ pub struct HostSession {
     pub role: Role,
     pub labels: Vec<String>,
     pub address: String,
+    /// The host facts it sent at hello (JSON object).
+    pub facts_json: String,
     generation: u64,
     tx: mpsc::Sender<Result<CoordinatorMessage, Status>>,
     /// task id -> (run id, attempt, waiter): a result is delivered only if it echoes both.
@@ -386,7 +388,7 @@ impl Fleet for FleetService {
                 labels: hello.labels.clone(),
                 address: address.clone(),
                 version: hello.version.clone(),
-                facts_json: facts,
+                facts_json: facts.clone(),
                 last_seen: String::new(),
             })
             .await
@@ -407,6 +409,7 @@ impl Fleet for FleetService {
             role,
             labels: hello.labels.clone(),
             address,
+            facts_json: facts,
             generation,
             tx: tx.clone(),
             pending: Mutex::new(HashMap::new()),

@@ -193,6 +193,14 @@ pub struct Spec {
     /// How long a run may wait for its database host or its client workers before it fails.
     #[serde(default = "default_host_wait")]
     pub host_wait: std::time::Duration,
+    /// Database hosts the job runs on at once, each a full replicate of the cells (every
+    /// `db_hosts`-th repetition); the host is a block in the analysis.
+    #[serde(default = "one")]
+    pub db_hosts: u32,
+    /// With several database hosts: they must report the same CPU model, logical CPUs,
+    /// memory and data directory storage.
+    #[serde(default = "yes")]
+    pub same_hardware: bool,
     /// Adaptive repetitions (`repetitions` is then the minimum).
     #[serde(default)]
     pub adaptive: Option<Adaptive>,
@@ -553,4 +561,12 @@ pub const DEFAULT_HOST_WAIT: std::time::Duration = std::time::Duration::from_sec
 
 fn default_host_wait() -> std::time::Duration {
     DEFAULT_HOST_WAIT
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn yes() -> bool {
+    true
 }

@@ -268,4 +268,8 @@ pub(super) struct RawPlacement {
     pub client_workers: Option<u32>,
     #[serde(default)]
     pub host_wait: Option<String>,
+    #[serde(default)]
+    pub db_hosts: Option<u32>,
+    #[serde(default)]
+    pub same_hardware: Option<bool>,
 }

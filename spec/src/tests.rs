@@ -65,6 +65,21 @@ fn host_wait_defaults_to_twelve_hours_and_is_bounded() {
 }
 
 #[test]
+fn db_hosts_need_a_multiple_of_repetitions() {
+    assert_eq!(Spec::parse(GOOD).expect("valid").db_hosts, 1);
+    let with = |v: &str| format!("{GOOD}[placement]\ndb_hosts = {v}\n");
+    let s = Spec::parse(&with("2")).expect("valid");
+    assert_eq!((s.db_hosts, s.same_hardware), (2, true));
+    let e = err(&with("3"));
+    assert_eq!(e.field, "placement.db_hosts");
+    assert_eq!(
+        e.message,
+        "each host runs a full replicate of the cells: repetitions (2) must be a multiple of 3"
+    );
+    assert_eq!(err(&with("0")).message, "must be between 1 and 16");
+}
+
+#[test]
 fn unknown_key_names_the_field() {
     let e = err(&GOOD.replace("clients = [4]", "clients = [4]\nblok_size = 3"));
     assert_eq!(e.field, "matrix.blok_size", "{e}");

@@ -297,6 +297,45 @@ impl Catalog {
         Ok(())
     }
 
+    /// Pins slot `slot` of a job over several database hosts to `host_id` (slot 0 is also
+    /// the job's `db_host_id`).
+    pub async fn pin_job_slot(
+        &self,
+        job_id: &str,
+        slot: u32,
+        host_id: &str,
+    ) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        sqlx::query("INSERT INTO job_hosts (job_id, slot, host_id) VALUES (?, ?, ?)")
+            .bind(job_id)
+            .bind(i64::from(slot))
+            .bind(host_id)
+            .execute(&mut *tx)
+            .await?;
+        if slot == 0 {
+            sqlx::query("UPDATE jobs SET db_host_id = ? WHERE job_id = ?")
+                .bind(host_id)
+                .bind(job_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The hosts a job's slots are pinned to, by slot.
+    pub async fn job_slots(&self, job_id: &str) -> Result<Vec<(u32, String)>, CatalogError> {
+        let rows: Vec<(i64, String)> =
+            sqlx::query_as("SELECT slot, host_id FROM job_hosts WHERE job_id = ? ORDER BY slot")
+                .bind(job_id)
+                .fetch_all(&self.reader)
+                .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(s, h)| (u32::try_from(s).unwrap_or(0), h))
+            .collect())
+    }
+
     pub async fn jobs(&self) -> Result<Vec<JobRecord>, CatalogError> {
         let rows = sqlx::query(JOB_SELECT_ALL).fetch_all(&self.reader).await?;
         rows.iter().map(JobRecord::from_row).collect()

@@ -13,6 +13,7 @@ use crate::fleet::{HostSession, Progress, ProgressEvent, Registry};
 use blocklab_spec::{BuildPoint, JobPlan, JobState, RunState, Spec, SpecError, Stage};
 
 mod adaptive;
+mod hosts;
 mod kinds;
 mod memory;
 pub mod merge;
@@ -182,34 +183,35 @@ impl Scheduler {
             }
         };
         tracing::info!(job_id, name = %spec.name, "job started");
-        let pinned = job.db_host_id.as_deref();
-        let Some(pin) = self
-            .pin_agent(job_id, &spec.db_host_labels, pinned, spec.host_wait)
+        let Some(pins) = self
+            .pin_hosts(job_id, &spec, job.db_host_id.as_deref())
             .await?
         else {
             return Ok(());
         };
-        let agent = pin.session.clone();
-        let db_host = agent.host_id.clone();
         self.catalog
             .set_job_state(job_id, JobState::Building, None)
             .await?;
         self.changed(job_id);
-        let Some(guard) = self.hold_agent(job_id, &agent, spec.host_wait).await? else {
-            return self.finish_job(job_id).await;
-        };
-        self.make_builds(job_id, &spec, &agent).await?;
-        let accepted = self.check_settings(job_id, &spec, &agent).await?;
-        drop(guard);
-        if !accepted {
-            return Ok(());
+        for pin in &pins {
+            let agent = &pin.session;
+            let Some(guard) = self.hold_agent(job_id, agent, spec.host_wait).await? else {
+                return self.finish_job(job_id).await;
+            };
+            self.make_builds(job_id, &spec, agent).await?;
+            let accepted = self.check_settings(job_id, &spec, agent).await?;
+            drop(guard);
+            if !accepted {
+                return Ok(());
+            }
         }
         self.catalog
             .set_job_state(job_id, JobState::Running, None)
             .await?;
         self.changed(job_id);
         let cancelled = self.cancelled(job_id);
-        let mut held = Default::default();
+        let slots = pins.len() as u32;
+        let mut held: Vec<_> = pins.iter().map(|_| Default::default()).collect();
         loop {
             let queued: Vec<_> = self
                 .catalog
@@ -227,22 +229,39 @@ impl Scheduler {
                 }
                 continue;
             }
-            for run in queued {
-                if *cancelled.borrow() {
-                    break;
-                }
-                let Some(cell) = plan.cells.get(run.cell_index as usize) else {
-                    continue;
-                };
-                let job = JobCtx {
-                    job_id,
-                    spec: &spec,
-                    plan: &plan,
-                    db_host: &db_host,
-                };
-                self.execute_run(&job, cell, &run, &mut held).await?;
-                self.changed(job_id);
-            }
+            // One lane per database host, all at once: each runs its slot's runs in order.
+            let lanes = pins
+                .iter()
+                .zip(held.iter_mut())
+                .enumerate()
+                .map(|(k, (pin, held))| {
+                    let mine: Vec<_> = queued
+                        .iter()
+                        .filter(|r| r.repetition % slots == k as u32)
+                        .collect();
+                    let cancelled = cancelled.clone();
+                    let (spec, plan) = (&spec, &plan);
+                    async move {
+                        let job = JobCtx {
+                            job_id,
+                            spec,
+                            plan,
+                            db_host: &pin.session.host_id,
+                        };
+                        for run in mine {
+                            if *cancelled.borrow() {
+                                break;
+                            }
+                            let Some(cell) = plan.cells.get(run.cell_index as usize) else {
+                                continue;
+                            };
+                            self.execute_run(&job, cell, run, held).await?;
+                            self.changed(job_id);
+                        }
+                        Ok::<(), SchedulerError>(())
+                    }
+                });
+            futures::future::try_join_all(lanes).await?;
             if *cancelled.borrow() {
                 break;
             }

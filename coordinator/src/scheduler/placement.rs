@@ -159,3 +159,43 @@ pub(crate) fn no_agent_reason(labels: &[String], pinned: Option<&str>) -> String
         None => format!("waiting for a database host with labels {labels:?} to attach"),
     }
 }
+
+/// What "the same hardware" compares of two database hosts' facts: CPU model, logical CPUs,
+/// memory (to the GiB), and the data directory's file system and whether its disk rotates.
+pub(crate) fn hardware(facts_json: &str) -> String {
+    let f: serde_json::Value = serde_json::from_str(facts_json).unwrap_or_default();
+    let gib = f["memory_bytes"]
+        .as_u64()
+        .map(|b| (b as f64 / 1073741824.0).round() as u64);
+    format!(
+        "{} x{}, {} GiB, data on {} ({})",
+        f["cpu_model"].as_str().unwrap_or("?"),
+        f["logical_cpus"].as_u64().unwrap_or(0),
+        gib.map_or("?".to_string(), |g| g.to_string()),
+        f["data_dir"]["fs_type"].as_str().unwrap_or("?"),
+        match f["data_dir"]["rotational"].as_bool() {
+            Some(true) => "rotational",
+            Some(false) => "non-rotational",
+            None => "?",
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hardware;
+
+    #[test]
+    fn hardware_is_cpu_memory_and_data_storage() {
+        let a = r#"{"cpu_model":"EPYC 7B13","logical_cpus":2,"memory_bytes":25769803776,
+            "hostname":"db1","data_dir":{"fs_type":"ext4","rotational":false}}"#;
+        let b = a.replace("db1", "db2");
+        assert_eq!(
+            hardware(a),
+            "EPYC 7B13 x2, 24 GiB, data on ext4 (non-rotational)"
+        );
+        assert_eq!(hardware(a), hardware(&b), "the hostname is not hardware");
+        assert_ne!(hardware(a), hardware(&a.replace("ext4", "xfs")));
+        assert_eq!(hardware("{}"), "? x0, ? GiB, data on ? (?)");
+    }
+}

@@ -42,6 +42,8 @@ pub fn measured<'a>(
 /// not depend on the metric.
 pub(super) struct Runs<'a> {
     pub used: Vec<&'a RunMetrics>,
+    /// The database host of each used run (aligned with `used`).
+    pub hosts: Vec<&'a str>,
     pub measured: usize,
     pub total: usize,
     pub suspect: usize,
@@ -54,9 +56,11 @@ pub(super) struct Runs<'a> {
 pub(super) fn runs(export: &JobExport, cell_index: u32, exclude_suspect: bool) -> Runs<'_> {
     let all: Vec<(&ExportRun, &RunMetrics)> = measured(export, cell_index).collect();
     let sel = stats::select_runs(
-        all.iter().map(|&(r, m)| (m, !r.suspect_reasons.is_empty())),
+        all.iter()
+            .map(|&(r, m)| ((r.db_host_id.as_str(), m), !r.suspect_reasons.is_empty())),
         exclude_suspect,
     );
+    let (hosts, used) = sel.used.into_iter().unzip();
     let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
     for (r, _) in &all {
         for reason in &r.suspect_reasons {
@@ -64,7 +68,8 @@ pub(super) fn runs(export: &JobExport, cell_index: u32, exclude_suspect: bool) -
         }
     }
     Runs {
-        used: sel.used,
+        used,
+        hosts,
         measured: all.len(),
         total: export
             .runs
@@ -85,6 +90,42 @@ pub(super) fn runs(export: &JobExport, cell_index: u32, exclude_suspect: bool) -
             })
             .collect(),
     }
+}
+
+/// (host, value) of `metric` over the used runs (runs without the metric are skipped).
+pub(super) fn by_host<'a>(runs: &Runs<'a>, metric: &Metric) -> Vec<(&'a str, f64)> {
+    runs.hosts
+        .iter()
+        .zip(&runs.used)
+        .map(|(h, m)| (*h, metric_value(m, metric)))
+        .filter(|(_, v)| v.is_finite())
+        .collect()
+}
+
+/// The cell on each of its hosts, against `base` on the same host; empty when its runs came
+/// from one host.
+pub(super) fn host_results(mine: &[(&str, f64)], base: Option<&[(&str, f64)]>) -> Vec<HostResult> {
+    let mean_on = |runs: &[(&str, f64)], host: &str| {
+        let xs: Vec<f64> = runs.iter().filter(|r| r.0 == host).map(|r| r.1).collect();
+        (!xs.is_empty()).then(|| (xs.len(), xs.iter().sum::<f64>() / xs.len() as f64))
+    };
+    let hosts: std::collections::BTreeSet<&str> = mine.iter().map(|r| r.0).collect();
+    if hosts.len() < 2 {
+        return Vec::new();
+    }
+    hosts
+        .into_iter()
+        .filter_map(|h| {
+            let (n, mean) = mean_on(mine, h)?;
+            let base_mean = base.and_then(|b| mean_on(b, h)).map(|(_, m)| m);
+            Some(HostResult {
+                host_id: h.to_string(),
+                n: count(n),
+                mean,
+                pct_change_vs_baseline: base_mean.and_then(|b| stats::pct_change(mean, b)),
+            })
+        })
+        .collect()
 }
 
 /// The summary of `metric` over the used runs (runs without the metric are skipped).

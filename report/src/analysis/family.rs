@@ -11,8 +11,14 @@
 use blocklab_proto::v1::CellStats;
 
 use super::baseline::{NO_LIKE_CELL, Pair};
-use super::cell::{Runs, own, summary};
+use super::cell::{Runs, by_host, host_results, own, summary};
 use crate::stats::{self, Change, Evidence, Metric, Summary, Tost, Verdict, fdr};
+
+/// A cell's statistics of one metric, and the cell on each of its hosts.
+pub(super) struct Judged {
+    pub stats: CellStats,
+    pub hosts: Vec<blocklab_proto::v1::HostResult>,
+}
 
 /// One comparison's tests, kept until the family's q-values are known.
 struct Tests {
@@ -31,7 +37,7 @@ pub(super) fn judge(
     base: Option<&[Runs<'_>]>,
     pairs: &[Pair],
     band_pct: f64,
-) -> Vec<Vec<CellStats>> {
+) -> Vec<Vec<Judged>> {
     let mut out = Vec::with_capacity(metrics.len());
     let mut tests: Vec<Vec<Option<Tests>>> = Vec::with_capacity(metrics.len());
     for metric in metrics {
@@ -40,12 +46,22 @@ pub(super) fn judge(
             Some(base) => base.iter().map(|r| summary(r, metric)).collect(),
             None => t_sum.clone(),
         };
+        let t_hosts: Vec<Vec<(&str, f64)>> = treat.iter().map(|r| by_host(r, metric)).collect();
+        let b_hosts: Vec<Vec<(&str, f64)>> = match base {
+            Some(base) => base.iter().map(|r| by_host(r, metric)).collect(),
+            None => t_hosts.clone(),
+        };
         let mut row = Vec::with_capacity(treat.len());
         let mut row_tests = Vec::with_capacity(treat.len());
         for (c, pair) in pairs.iter().enumerate() {
             let mine = t_sum[c].as_ref();
             let mut s = own(mine);
             let mut test = None;
+            let against = match pair {
+                Pair::Against { at, .. } => Some(b_hosts[*at].as_slice()),
+                _ => None,
+            };
+            let hosts = host_results(&t_hosts[c], against);
             match pair {
                 Pair::Baseline => {
                     s.verdict = Verdict::Baseline.to_string();
@@ -59,7 +75,9 @@ pub(super) fn judge(
                     if let (Some(b), Some(t)) = (b, mine) {
                         s.pct_change_vs_baseline = stats::pct_change(t.mean, b.mean);
                     }
-                    let change = b.zip(mine).and_then(|(b, t)| stats::welch(b, t));
+                    // Runs from several hosts: the host is a block (else Welch).
+                    let change = stats::blocked(&b_hosts[*at], &t_hosts[c])
+                        .or_else(|| b.zip(mine).and_then(|(b, t)| stats::welch(b, t)));
                     if let (Some(b), Some(change)) = (b, change) {
                         s.pct_change_ci95_low = change.pct_ci95.map(|p| p.0);
                         s.pct_change_ci95_high = change.pct_ci95.map(|p| p.1);
@@ -81,7 +99,7 @@ pub(super) fn judge(
                     }
                 }
             }
-            row.push(s);
+            row.push(Judged { stats: s, hosts });
             row_tests.push(test);
         }
         out.push(row);
@@ -94,7 +112,7 @@ pub(super) fn judge(
                 continue;
             }
             let t = tests[mi][c].as_ref();
-            let s = &mut out[mi][c];
+            let s = &mut out[mi][c].stats;
             s.q_value = t.and_then(|t| t.q);
             s.tost_q_value = t.and_then(|t| t.tost_q);
             let evidence = Evidence {

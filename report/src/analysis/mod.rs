@@ -142,12 +142,13 @@ fn analyse(
                 .enumerate()
                 .map(|(c, ec)| {
                     let mut r = cell::head(treat, ec, &runs[c]);
-                    cell::put(&mut r, &primary[mi][c]);
+                    cell::put(&mut r, &primary[mi][c].stats);
+                    r.hosts = primary[mi][c].hosts.clone();
                     r.metric = metric.name().to_string();
                     r.unit = metric.unit().to_string();
                     r.higher_is_better = metric.higher_is_better();
                     r.equivalence_pct = o.equivalence_pct;
-                    r.all_runs = all_runs.as_ref().map(|a| a[mi][c].clone());
+                    r.all_runs = all_runs.as_ref().map(|a| a[mi][c].stats.clone());
                     r.target_ci_pct = o.target_ci_pct;
                     r.target_status = target_status(&o, &r);
                     match &pairs[c] {

@@ -90,6 +90,12 @@ pub fn cell_json(c: &CellResult) -> Value {
         "suspect_reasons": c.suspect_reasons,
         "held_constant": text(&c.held_constant),
         "all_runs": c.all_runs.as_ref().map_or(Value::Null, stats_json),
+        "hosts": c.hosts.iter().map(|h| json!({
+            "host_id": h.host_id,
+            "n": h.n,
+            "mean": h.mean,
+            "pct_change_vs_baseline": opt(h.pct_change_vs_baseline),
+        })).collect::<Vec<_>>(),
     });
     if let (Value::Object(m), Value::Object(more)) = (&mut v, comparison) {
         m.extend(more);

@@ -103,6 +103,25 @@ pub(crate) fn notes(cells: &[CellResult], metric: &Metric) -> String {
             c.label, c.held_constant
         ));
     }
+    if cells.iter().any(|c| !c.hosts.is_empty()) {
+        out.push_str(
+            "per database host (the change above is estimated within hosts, the host as a block):\n",
+        );
+    }
+    for c in cells.iter().filter(|c| !c.hosts.is_empty()) {
+        let on: Vec<String> = c
+            .hosts
+            .iter()
+            .map(|h| {
+                let change = h
+                    .pct_change_vs_baseline
+                    .map(|p| format!(" ({p:+.1}%)"))
+                    .unwrap_or_default();
+                format!("{} {:.1} n={}{change}", h.host_id, h.mean, h.n)
+            })
+            .collect();
+        out.push_str(&format!("  {}: {}\n", c.label, on.join(", ")));
+    }
     out
 }
 

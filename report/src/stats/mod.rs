@@ -13,18 +13,24 @@
 //!   the baseline mean as exact, which understates the interval when the baseline itself is
 //!   noisy (Fieller's interval would not); it is the usual approximation and is fine when
 //!   the baseline's CV is small, which the table shows.
+//! - A job run on several database hosts (`placement.db_hosts`): the host is a block, and the
+//!   change is estimated within hosts by the additive model `y = μ + cell + host + ε`
+//!   ([`blocked()`]); its se and df replace Welch's in the test, the CIs and the equivalence
+//!   test.
 //! - Equivalence: two one-sided tests against `±band·mean_b/100` on the difference, with the
 //!   same se and df ([`tost`]).
 //! - Many comparisons: Benjamini–Hochberg q-values across a job's family ([`fdr`]).
 //! - Verdict: [`verdict`] (faster, slower, equivalent, inconclusive, ...).
 //! - Suspect runs: see [`SUSPECT_RULE`] and [`select_runs`].
 
+mod blocked;
 pub mod fdr;
 mod metric;
 pub mod tost;
 mod verdict;
 mod welch;
 
+pub use blocked::blocked;
 pub use metric::{DESCRIPTIVE_UNITS, Metric, StatsError};
 pub use tost::{Tost, tost};
 pub use verdict::{Evidence, Verdict, verdict};

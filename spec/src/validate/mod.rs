@@ -53,6 +53,7 @@ fn validate(raw: RawSpec, files: &Files) -> Result<Spec, SpecError> {
         workload::workload_variants(&raw.workload, &raw.workload_variants, &workload, files)?;
     let client_workers = check_placement(&raw.placement, &raw.matrix.clients)?;
     let host_wait = host_wait(raw.placement.host_wait.as_deref())?;
+    let db_hosts = db_hosts(raw.placement.db_hosts, repetitions, adaptive.is_some())?;
     let analysis = analysis::analysis(raw.equivalence_pct, raw.suspect_runs.as_deref())?;
     let base = raw.baseline.as_ref();
     let baseline_settings_variant =
@@ -96,7 +97,34 @@ fn validate(raw: RawSpec, files: &Files) -> Result<Spec, SpecError> {
         db_host_labels: raw.placement.db_host_labels,
         client_workers,
         host_wait,
+        db_hosts,
+        same_hardware: raw.placement.same_hardware.unwrap_or(true),
     })
+}
+
+/// `placement.db_hosts`: 1 to 16; with more than one, a fixed number of repetitions that
+/// each host gets equally many of.
+fn db_hosts(n: Option<u32>, repetitions: u32, adaptive: bool) -> Result<u32, SpecError> {
+    let field = "placement.db_hosts";
+    let n = n.unwrap_or(1);
+    if !(1..=16).contains(&n) {
+        return Err(SpecError::new(field, "must be between 1 and 16"));
+    }
+    if n > 1 && adaptive {
+        return Err(SpecError::new(
+            field,
+            "more than one database host needs a fixed number of repetitions, not adaptive ones",
+        ));
+    }
+    if n > 1 && !repetitions.is_multiple_of(n) {
+        return Err(SpecError::new(
+            field,
+            format!(
+                "each host runs a full replicate of the cells: repetitions ({repetitions}) must be a multiple of {n}"
+            ),
+        ));
+    }
+    Ok(n)
 }
 
 /// `placement.host_wait`: from a second to a week; the default when absent.

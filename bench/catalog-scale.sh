@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# How the SQLite catalog answers at lab scale: JOBS jobs of 1,000 runs each, every run with a
+# result and SAMPLES per-second samples (10 x 1,000 runs x 100 = 1,000,000 samples by default),
+# then the median time of `results`, `compare`, `export` (with and without samples) and the
+# dashboard's pages, each called through the running coordinator.
+#
+#   bench/catalog-scale.sh            # JOBS=10 SAMPLES=100
+set -euo pipefail
+JOBS=${JOBS:-10}
+SAMPLES=${SAMPLES:-100}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cargo build --release -p blocklab-tests --example catalog_scale --manifest-path "$ROOT/Cargo.toml" >&2
+"${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/catalog_scale" "$JOBS" "$SAMPLES"

@@ -1,0 +1,266 @@
+//! How the catalog answers at lab scale: jobs submitted through the real Control API (their
+//! plans, cells and runs stored by the coordinator), then every run given a result and
+//! per-second samples (10,000 runs and 1,000,000 samples by default), then the coordinator
+//! restarted on that catalog and `results`, `compare`, `export` (with and without samples)
+//! and the dashboard's job page timed, median of several calls each.
+//!
+//!   cargo run --release -p blocklab-tests --example catalog_scale -- [JOBS] [SAMPLES_PER_RUN]
+//!
+//! JOBS (10) jobs of 1,000 runs each (4 page sizes x 5 client counts x 50 repetitions).
+
+use std::time::{Duration, Instant};
+
+use blocklab_proto::v1::control_client::ControlClient;
+use blocklab_proto::v1::{
+    CompareJobsRequest, ExportJobRequest, QueryResultsRequest, SubmitJobRequest,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::watch;
+
+const SPEC: &str = r#"
+name = "scale"
+repetitions = 50
+[source]
+tarball = "/nonexistent/postgresql.tar.bz2"
+[matrix]
+block_size_kb = [4, 8, 16, 32]
+clients = [1, 2, 4, 8, 16]
+[workload]
+builtin = "select-only"
+scale = 1
+duration = "100s"
+"#;
+
+struct Running {
+    stop: watch::Sender<bool>,
+    handle: tokio::task::JoinHandle<()>,
+    addr: String,
+    dashboard: std::net::SocketAddr,
+}
+
+async fn start(catalog: &std::path::Path) -> Running {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = format!("http://{}", listener.local_addr().expect("addr"));
+    let dashboard = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("dashboard port");
+    let mut config = blocklab_coordinator::CoordinatorConfig::new(catalog);
+    config.dashboard = Some(dashboard);
+    let (stop, mut rx) = watch::channel(false);
+    let handle = tokio::spawn(async move {
+        blocklab_coordinator::serve(config, listener, async move {
+            let _ = rx.wait_for(|s| *s).await;
+        })
+        .await
+        .expect("coordinator");
+    });
+    Running {
+        stop,
+        handle,
+        addr,
+        dashboard,
+    }
+}
+
+async fn client(addr: &str) -> ControlClient<tonic::transport::Channel> {
+    for _ in 0..100 {
+        if let Ok(c) = ControlClient::connect(addr.to_string()).await {
+            return c.max_decoding_message_size(1 << 30);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("coordinator at {addr} did not answer");
+}
+
+/// Median wall time of `n` calls of `f`.
+async fn median<F, Fut>(n: usize, mut f: F) -> Duration
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        f().await;
+        times.push(t.elapsed());
+    }
+    times.sort();
+    times[n / 2]
+}
+
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> usize {
+    let mut s = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("dashboard");
+    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.expect("write");
+    let mut body = Vec::new();
+    s.read_to_end(&mut body).await.expect("read");
+    assert!(
+        body.starts_with(b"HTTP/1.1 200"),
+        "dashboard answered {:?}",
+        String::from_utf8_lossy(&body[..body.len().min(200)])
+    );
+    body.len()
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let jobs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(10);
+    let per_run: i64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let catalog = dir.path().join("catalog.db");
+
+    // 1. Jobs stored by the coordinator itself (no host attaches: they stay queued).
+    let t = Instant::now();
+    let lab = start(&catalog).await;
+    let mut c = client(&lab.addr).await;
+    let mut ids = Vec::new();
+    for _ in 0..jobs {
+        let r = c
+            .submit_job(SubmitJobRequest {
+                spec_toml: SPEC.to_string(),
+                files: Default::default(),
+            })
+            .await
+            .expect("submit")
+            .into_inner();
+        ids.push(r.job_id);
+    }
+    let _ = lab.stop.send(true);
+    let _ = lab.handle.await;
+    println!("submitted {jobs} jobs in {:.1?}", t.elapsed());
+
+    // 2. Every run done with a result and its per-second samples, as the writer stores them.
+    let t = Instant::now();
+    let db = sqlx::SqlitePool::connect(&format!("sqlite://{}", catalog.display()))
+        .await
+        .expect("catalog");
+    let mut tx = db.begin().await.expect("tx");
+    sqlx::query("INSERT INTO hosts (host_id, role, labels, address, version, facts_json, first_seen, last_seen) VALUES ('db', 'agent', '[]', '127.0.0.1', '', '{}', '', '')")
+        .execute(&mut *tx).await.expect("host");
+    let runs: Vec<(String, i64)> = sqlx::query_as("SELECT run_id, cell_index FROM runs")
+        .fetch_all(&mut *tx)
+        .await
+        .expect("runs");
+    for (i, (run_id, cell)) in runs.iter().enumerate() {
+        let tps = 1000.0 + 10.0 * *cell as f64 + (i % 7) as f64;
+        let bs = [4, 8, 16, 32][(*cell as usize) / 5] * 1024;
+        sqlx::query("UPDATE runs SET state = 'done', stage = 'done', attempt = 1, db_host_id = 'db', block_size = ?, wal_block_size = 8192, started_at = '2026-12-01T00:00:00Z', finished_at = '2026-12-01T00:02:00Z' WHERE run_id = ?")
+            .bind(bs).bind(run_id).execute(&mut *tx).await.expect("run");
+        sqlx::query("INSERT INTO results (run_id, transactions, failures, tps, tps_incl_conn, latency_avg_ms, latency_stddev_ms, latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_p999_ms, latency_max_ms, connection_time_ms, measured_seconds, client_cpu_user_s, client_cpu_system_s) VALUES (?, ?, 0, ?, ?, 1.0, 0.1, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 100.0, 1.0, 2.0)")
+            .bind(run_id).bind((tps * 100.0) as i64).bind(tps).bind(tps * 0.99)
+            .execute(&mut *tx).await.expect("result");
+        for s in 0..per_run {
+            sqlx::query("INSERT INTO run_samples (run_id, second, transactions, latency_avg_ms, failures) VALUES (?, ?, ?, 1.0, 0)")
+                .bind(run_id).bind(s).bind(tps as i64)
+                .execute(&mut *tx).await.expect("sample");
+        }
+    }
+    sqlx::query("UPDATE jobs SET state = 'done', finished_at = '2026-12-01T01:00:00Z'")
+        .execute(&mut *tx)
+        .await
+        .expect("jobs");
+    tx.commit().await.expect("commit");
+    db.close().await;
+    let samples = runs.len() as i64 * per_run;
+    println!(
+        "filled {} runs and {samples} samples in {:.1?}",
+        runs.len(),
+        t.elapsed()
+    );
+
+    // 3. The coordinator on that catalog, timed as users call it.
+    let lab = start(&catalog).await;
+    let mut c = client(&lab.addr).await;
+    let (a, b) = (ids[0].clone(), ids[ids.len() - 1].clone());
+    let n = 5;
+    let results = median(n, || {
+        let mut c = c.clone();
+        let job_id = b.clone();
+        async move {
+            let r = c
+                .query_results(QueryResultsRequest {
+                    job_id,
+                    ..Default::default()
+                })
+                .await
+                .expect("results");
+            assert_eq!(r.into_inner().cells.len(), 20);
+        }
+    })
+    .await;
+    let compare = median(n, || {
+        let mut c = c.clone();
+        let (job_a, job_b) = (a.clone(), b.clone());
+        async move {
+            c.compare_jobs(CompareJobsRequest {
+                job_a,
+                job_b,
+                metric: String::new(),
+            })
+            .await
+            .expect("compare");
+        }
+    })
+    .await;
+    let export = median(n, || {
+        let mut c = c.clone();
+        let job_id = b.clone();
+        async move {
+            c.export_job(ExportJobRequest {
+                job_id,
+                ..Default::default()
+            })
+            .await
+            .expect("export");
+        }
+    })
+    .await;
+    let export_samples = median(n, || {
+        let mut c = c.clone();
+        let job_id = b.clone();
+        async move {
+            let e = c
+                .export_job(ExportJobRequest {
+                    job_id,
+                    include_samples: true,
+                    ..Default::default()
+                })
+                .await
+                .expect("export with samples")
+                .into_inner();
+            assert!(!e.runs.is_empty());
+        }
+    })
+    .await;
+    let page_path = format!("/jobs/{b}");
+    let page = median(n, || async {
+        http_get(lab.dashboard, &page_path).await;
+    })
+    .await;
+    let index = median(n, || async {
+        http_get(lab.dashboard, "/").await;
+    })
+    .await;
+    let _ = c;
+    println!(
+        "catalog: {jobs} jobs, {} runs, {samples} per-second samples (SQLite)",
+        runs.len()
+    );
+    println!("| call | median of {n} |\n|---|---|");
+    println!("| results (one job, 1,000 runs) | {results:.1?} |");
+    println!("| compare (two jobs) | {compare:.1?} |");
+    println!("| export (one job) | {export:.1?} |");
+    println!(
+        "| export with samples (one job, {} samples) | {export_samples:.1?} |",
+        1000 * per_run
+    );
+    println!("| dashboard job page | {page:.1?} |");
+    println!("| dashboard index ({jobs} jobs) | {index:.1?} |");
+    let _ = lab.stop.send(true);
+    let _ = lab.handle.await;
+}

@@ -212,7 +212,7 @@ pub async fn export_job(
         }
     }
     if include_samples {
-        for row in sqlx::query("SELECT run_id, second, transactions, latency_avg_ms, failures FROM run_samples WHERE run_id IN (SELECT run_id FROM runs WHERE job_id = ?) ORDER BY second")
+        for row in sqlx::query("SELECT run_id, second, transactions, latency_avg_ms, failures FROM run_samples WHERE run_id IN (SELECT run_id FROM runs WHERE job_id = ?) ORDER BY run_id, second")
             .bind(job_id)
             .fetch_all(db)
             .await?

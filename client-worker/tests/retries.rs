@@ -118,3 +118,61 @@ async fn unlimited_retries_bounded_by_time_match_pgbench() {
     assert_eq!(r.other_failures, 0);
     assert_eq!(r.aborted_clients, 0);
 }
+
+/// The `--verbose-errors` lines of a run's stderr with the client ids as `N` and a leading
+/// `pgbench: ` (pgbench's program name) taken off, distinct and sorted.
+fn verbose_shapes(stderr: &[u8]) -> Vec<String> {
+    let mut v: Vec<String> = String::from_utf8_lossy(stderr)
+        .lines()
+        .map(|l| l.strip_prefix("pgbench: ").unwrap_or(l))
+        .filter_map(|l| {
+            let rest = l.strip_prefix("client ")?;
+            let (id, tail) = rest.split_once(' ')?;
+            id.parse::<u32>().ok()?;
+            Some(format!("client N {tail}"))
+        })
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verbose_errors_read_as_pgbenchs() {
+    let server = TestServer::start();
+    server.create_db("plain").await;
+    let c = server.client("plain").await;
+    c.batch_execute(
+        "CREATE TABLE hot (id int PRIMARY KEY, v int NOT NULL); INSERT INTO hot VALUES (1, 0);",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hot.sql");
+    std::fs::write(&file, SCRIPT).unwrap();
+    let args = [
+        "-n",
+        "-c",
+        "4",
+        "-t",
+        "20",
+        "--max-tries",
+        "2",
+        "--verbose-errors",
+        "-f",
+        file.to_str().unwrap(),
+    ];
+    let mut shapes = Vec::new();
+    for tool in [Tool::Pgbench, Tool::Ours] {
+        let o = tool.run(&server, "plain", &args, dir.path());
+        assert_eq!(o.status.code(), Some(0), "{tool:?}: {}", text(&o));
+        shapes.push(verbose_shapes(&o.stderr));
+    }
+    let want = [
+        "client N ends the failed transaction (try 2/2)",
+        "client N got an error in command 3 (SQL) of script 0; ERROR:  could not serialize access due to concurrent update",
+        "client N repeats the transaction after the error (try 1/2)",
+    ];
+    assert_eq!(shapes[0], want, "pgbench");
+    assert_eq!(shapes[1], want, "ours");
+}

@@ -86,6 +86,14 @@ impl TxnError {
             TxnError::Abort { message, .. } => message.clone(),
         }
     }
+
+    /// The error as pgbench's `--verbose-errors` lines show it (libpq's form).
+    pub fn libpq_message(&self) -> String {
+        match self {
+            TxnError::Sql { error, .. } => crate::error::libpq_message(error),
+            TxnError::Abort { message, .. } => message.clone(),
+        }
+    }
 }
 
 type Pending<'a> = (usize, SqlFuture<'a>);

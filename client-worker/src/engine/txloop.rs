@@ -134,7 +134,7 @@ pub(crate) async fn client_loop(
                             "client {} got an error in command {} (SQL) of script {si}; {}",
                             st.id,
                             e.step(),
-                            e.describe()
+                            e.libpq_message()
                         );
                     }
                     s.rollback().await;

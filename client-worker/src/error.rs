@@ -29,6 +29,26 @@ impl WorkerError {
 
 /// A one-line description of a driver error: the server's message for SQL errors, the
 /// whole cause chain (e.g. "connection refused") for the rest.
+/// A server error as libpq's PQresultErrorMessage gives it (what pgbench prints with
+/// `--verbose-errors`): `SEVERITY:  message`, then DETAIL, HINT and CONTEXT lines; other
+/// errors as [`describe`].
+pub fn libpq_message(err: &tokio_postgres::Error) -> String {
+    let Some(db) = err.as_db_error() else {
+        return describe(err);
+    };
+    let mut s = format!("{}:  {}", db.severity(), db.message());
+    for (label, field) in [
+        ("DETAIL", db.detail()),
+        ("HINT", db.hint()),
+        ("CONTEXT", db.where_()),
+    ] {
+        if let Some(text) = field {
+            s.push_str(&format!("\n{label}:  {text}"));
+        }
+    }
+    s
+}
+
 pub fn describe(err: &tokio_postgres::Error) -> String {
     if let Some(db) = err.as_db_error() {
         let mut s = format!(

@@ -11,6 +11,8 @@ use tokio_postgres::Client;
 
 use crate::conn::Target;
 use crate::error::WorkerError;
+pub use crate::init_progress::InitProgress;
+use crate::init_progress::Progress;
 use blocklab_script::builtin::{NACCOUNTS, NBRANCHES, NTELLERS, SCALE_32BIT_THRESHOLD};
 
 /// The four tables, in pgbench's creation order: (name, 32-bit columns, 64-bit columns,
@@ -64,6 +66,8 @@ pub struct InitOptions {
     pub partitions: u32,
     pub partition_method: Option<PartitionMethod>,
     pub unlogged: bool,
+    /// pgbench's progress lines on stderr while the accounts are generated.
+    pub progress: InitProgress,
 }
 
 impl InitOptions {
@@ -76,6 +80,7 @@ impl InitOptions {
             partitions: 0,
             partition_method: None,
             unlogged: false,
+            progress: InitProgress::Silent,
         }
     }
 
@@ -195,7 +200,7 @@ pub async fn init_with(conninfo: &str, o: &InitOptions) -> Result<InitReport, Wo
                     exec(&client, &stmt).await?;
                 }
             }
-            'g' => generate(&client, scale, o.partitions == 0).await?,
+            'g' => generate(&client, scale, o.partitions == 0, o.progress).await?,
             'G' => generate_server_side(&client, scale).await?,
             'v' => {
                 for t in ["pgbench_branches", "pgbench_tellers", "pgbench_accounts", "pgbench_history"] {
@@ -284,7 +289,12 @@ async fn exec(client: &Client, sql: &str) -> Result<(), WorkerError> {
 
 /// One transaction: truncate, then COPY branches, tellers and accounts (in that order, as
 /// pgbench fills them). Branch and teller fillers are NULL; account fillers are blank.
-async fn generate(client: &Client, scale: i64, freeze_ok: bool) -> Result<(), WorkerError> {
+async fn generate(
+    client: &Client,
+    scale: i64,
+    freeze_ok: bool,
+    progress: InitProgress,
+) -> Result<(), WorkerError> {
     exec(client, "begin").await?;
     exec(
         client,
@@ -306,6 +316,7 @@ async fn generate(client: &Client, scale: i64, freeze_ok: bool) -> Result<(), Wo
         "copy pgbench_branches from stdin",
         NBRANCHES * scale,
         |i, buf| writeln!(buf, "{}\t0\t\\N", i + 1),
+        InitProgress::Silent,
     )
     .await?;
     copy_rows(
@@ -313,12 +324,17 @@ async fn generate(client: &Client, scale: i64, freeze_ok: bool) -> Result<(), Wo
         "copy pgbench_tellers from stdin",
         NTELLERS * scale,
         |i, buf| writeln!(buf, "{}\t{}\t0\t\\N", i + 1, i / NTELLERS + 1),
+        InitProgress::Silent,
     )
     .await?;
     let accounts = format!("copy pgbench_accounts from stdin{freeze}");
-    copy_rows(client, &accounts, NACCOUNTS * scale, |i, buf| {
-        writeln!(buf, "{}\t{}\t0\t", i + 1, i / NACCOUNTS + 1)
-    })
+    copy_rows(
+        client,
+        &accounts,
+        NACCOUNTS * scale,
+        |i, buf| writeln!(buf, "{}\t{}\t0\t", i + 1, i / NACCOUNTS + 1),
+        progress,
+    )
     .await?;
     exec(client, "commit").await
 }
@@ -329,7 +345,9 @@ async fn copy_rows(
     statement: &str,
     rows: i64,
     mut line: impl FnMut(i64, &mut Vec<u8>) -> std::io::Result<()>,
+    progress: InitProgress,
 ) -> Result<(), WorkerError> {
+    let mut shown = Progress::new(progress, rows);
     let err = |e: &tokio_postgres::Error| WorkerError::sql(format!("\"{statement}\" failed"), e);
     let sink = client
         .copy_in::<_, Cursor<Vec<u8>>>(statement)
@@ -343,10 +361,12 @@ async fn copy_rows(
             let chunk = std::mem::replace(&mut buf, Vec::with_capacity(COPY_CHUNK + 128));
             sink.send(Cursor::new(chunk)).await.map_err(|e| err(&e))?;
         }
+        shown.row(i + 1);
         if (i + 1) % (NACCOUNTS * 10) == 0 {
             tracing::debug!(rows_done = i + 1, rows, "copy progress");
         }
     }
+    shown.finish();
     sink.as_mut().finish().await.map_err(|e| err(&e))?;
     Ok(())
 }

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod error;
 pub mod facts;
 pub mod init;
+mod init_progress;
 pub mod metrics;
 pub mod serve;
 pub mod tpcc;

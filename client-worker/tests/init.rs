@@ -195,3 +195,83 @@ async fn init_options_match_real_pgbench() {
         assert!(e.contains(want), "{e}");
     }
 }
+
+/// The progress lines of an init on stderr: (rows done, rows, percent), each line checked
+/// against pgbench's shape.
+fn progress_lines(stderr: &[u8]) -> Vec<(u64, u64, u64)> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter(|l| l.contains(" tuples ("))
+        .map(|l| {
+            let (head, rest) = l.split_once(" tuples (").expect("tuples");
+            let (done, total) = head.split_once(" of ").expect("of");
+            let (pct, times) = rest.split_once("%) done (elapsed ").expect("done");
+            let (elapsed, remaining) = times.split_once(" s, remaining ").expect("remaining");
+            let remaining = remaining.strip_suffix(" s)").expect("end").trim_end();
+            for t in [elapsed, remaining] {
+                let (_, decimals) = t.split_once('.').expect("decimals");
+                assert_eq!(decimals.len(), 2, "{l:?}");
+                t.parse::<f64>().unwrap_or_else(|_| panic!("{l:?}"));
+            }
+            let n = |s: &str| s.parse::<u64>().unwrap_or_else(|_| panic!("{l:?}"));
+            (n(done), n(total), n(pct))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_progress_lines_match_real_pgbench() {
+    let server = TestServer::start();
+    server.create_db("theirs").await;
+    server.create_db("ours").await;
+    for quiet in [false, true] {
+        let mut args = vec!["-s", "2"];
+        if quiet {
+            args.push("-q");
+        }
+        let conn = [
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &server.port.to_string(),
+            "-U",
+            SUPERUSER,
+        ]
+        .map(String::from);
+        let pgbench =
+            std::env::var("BLOCKLAB_TEST_PGBENCH").unwrap_or_else(|_| "/usr/bin/pgbench".into());
+        let theirs = Command::new(&pgbench)
+            .arg("-i")
+            .args(&args)
+            .args(&conn)
+            .arg("theirs")
+            .env("PGPASSWORD", PASSWORD)
+            .output()
+            .unwrap();
+        let ours = Command::new(env!("CARGO_BIN_EXE_blocklab-worker"))
+            .arg("init")
+            .args(&args)
+            .args(&conn)
+            .arg("ours")
+            .env("PGPASSWORD", PASSWORD)
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap();
+        for o in [&theirs, &ours] {
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        }
+        let (t, o) = (progress_lines(&theirs.stderr), progress_lines(&ours.stderr));
+        if quiet {
+            // At most one line per 5 seconds, and the last row's.
+            for lines in [&t, &o] {
+                assert_eq!(lines.last(), Some(&(200_000, 200_000, 100)), "{lines:?}");
+                assert!(lines.iter().all(|l| l.0 % 100 == 0), "{lines:?}");
+            }
+        } else {
+            // One line per 100000 rows.
+            let want = vec![(100_000, 200_000, 50), (200_000, 200_000, 100)];
+            assert_eq!(t, want, "pgbench");
+            assert_eq!(o, want, "ours");
+        }
+    }
+}

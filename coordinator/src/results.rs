@@ -31,6 +31,7 @@ pub async fn query_results(
         cells: r.cells,
         catalog_path: catalog_path.to_string(),
         by_metric: r.by_metric,
+        own_workload: blocklab_report::own_workload(&export),
     })
 }
 

@@ -269,6 +269,25 @@ pub fn report(e: &JobExport) -> String {
             .collect();
         table(&mut out, "per-metric", &header, &rows, &marks);
     }
+    let own = crate::own_workload(e);
+    if !own.is_empty() {
+        out.push_str("<h3 id=\"own-workload\">Own workload</h3>\n");
+        let [lag, statements] = render::own_tables(&own);
+        table(&mut out, "own-workload", &lag.0, &lag.1, &[]);
+        if !statements.1.is_empty() {
+            table(
+                &mut out,
+                "own-statements",
+                &statements.0,
+                &statements.1,
+                &[],
+            );
+        }
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">Schedule lag: the median over the cell's runs of each run's mean lag behind the rate, and the largest; late and skipped: transactions over the latency limit and skipped for it, summed over the runs; per statement: count and failures summed, latency the median over the runs of each run's average.</p>"
+        );
+    }
     out.push_str("<h2 id=\"charts\">Charts</h2>\n<div class=\"charts\">\n");
     for c in plot::charts(e) {
         out.push_str(&c.svg);

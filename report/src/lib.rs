@@ -15,11 +15,13 @@ pub mod calibration;
 pub mod format;
 pub mod held;
 pub mod html;
+pub mod own;
 pub mod plot;
 pub mod render;
 pub mod stats;
 
 pub use analysis::workload_metrics;
+pub use own::own_workload;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {

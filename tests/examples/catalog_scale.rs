@@ -175,7 +175,7 @@ async fn main() {
 
     // 3. The coordinator on that catalog, timed as users call it.
     let lab = start(&catalog).await;
-    let mut c = client(&lab.addr).await;
+    let c = client(&lab.addr).await;
     let (a, b) = (ids[0].clone(), ids[ids.len() - 1].clone());
     let n = 5;
     let results = median(n, || {

@@ -150,8 +150,16 @@ pub async fn restore_dump(
         .args(["-d", crate::cluster::BENCH_DB])
         .arg(dump);
     let started = Instant::now();
-    cmd.run_logged(&c.run_dir.join("init-pg_restore.log"))
-        .await?;
+    let log = c.run_dir.join("init-pg_restore.log");
+    cmd.run_logged(&log).await.map_err(|e| {
+        // The reason names pg_restore's own first error (a damaged archive, a missing role...).
+        let cause = std::fs::read_to_string(&log).ok().and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("pg_restore: error:"))
+                .map(str::to_string)
+        });
+        e.with_cause(cause)
+    })?;
     Ok(Restored {
         seconds: started.elapsed().as_secs_f64(),
         bytes: if meta.is_file() { meta.len() } else { 0 },

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use blocklab_daemon::config::{ConfigError, parse_with_config};
-use blocklab_worker::init::{InitOptions, PartitionMethod};
+use blocklab_worker::init::{InitOptions, InitProgress, PartitionMethod};
 use blocklab_worker::{WorkerConfig, WorkerError};
 use clap::{Args, Parser, Subcommand};
 
@@ -207,12 +207,16 @@ async fn init(a: InitArgs) -> ExitCode {
         partitions: a.partitions,
         partition_method: method,
         unlogged: a.unlogged_tables,
+        progress: if a.quiet {
+            InitProgress::Quiet
+        } else {
+            InitProgress::Rows
+        },
     };
     let conninfo = match a.conn.conninfo(&|k| std::env::var(k).ok()) {
         Ok(c) => c,
         Err(e) => return fail(1, &WorkerError::Conninfo(e)),
     };
-    let _ = a.quiet;
     match blocklab_worker::init::init_with(&conninfo, &opts).await {
         Ok(r) => {
             println!(

@@ -8,6 +8,7 @@ use futures::Future;
 
 use crate::engine::client::{ResultRows, Session, is_retryable};
 use crate::engine::plan::Plan;
+use crate::engine::timer::sleep_until;
 use blocklab_script::expr::{EvalCtx, EvalError, Expr, Value};
 use blocklab_script::parse::{Command, ResultSet, SleepArg};
 use blocklab_script::prng::PgPrng;
@@ -85,19 +86,13 @@ impl TxnError {
             TxnError::Abort { message, .. } => message.clone(),
         }
     }
-}
 
-/// Sleeps until `at` to within microseconds: the runtime's timer (1 ms ticks, rounded up)
-/// brings it to the last millisecond, then it yields to the thread's other clients until
-/// the time has come, as pgbench's wait with a microsecond timeout does.
-pub(crate) async fn sleep_until(at: Instant) {
-    if let Some(early) = at.checked_sub(Duration::from_millis(1))
-        && Instant::now() < early
-    {
-        tokio::time::sleep_until(tokio::time::Instant::from_std(early)).await;
-    }
-    while Instant::now() < at {
-        tokio::task::yield_now().await;
+    /// The error as pgbench's `--verbose-errors` lines show it (libpq's form).
+    pub fn libpq_message(&self) -> String {
+        match self {
+            TxnError::Sql { error, .. } => crate::error::libpq_message(error),
+            TxnError::Abort { message, .. } => message.clone(),
+        }
     }
 }
 

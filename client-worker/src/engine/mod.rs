@@ -20,6 +20,7 @@ mod shell;
 pub mod stats;
 pub mod summary;
 pub mod thread;
+mod timer;
 pub mod txlog;
 mod txloop;
 pub mod window;

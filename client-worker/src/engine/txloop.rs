@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 
 use crate::engine::client::Session;
 use crate::engine::control::Timeline;
-use crate::engine::exec::{ClientState, TxnError, sleep_until};
+use crate::engine::exec::{ClientState, TxnError};
 use crate::engine::plan::Plan;
 use crate::engine::shared::ThreadShared;
 use crate::engine::stats::{ClientStats, FailureKind};
+use crate::engine::timer::sleep_until;
 use crate::engine::txlog::{TxOutcome, TxRecord};
 
 /// Where a client runs: the run, its thread, the timeline and the stop flag.
@@ -133,7 +134,7 @@ pub(crate) async fn client_loop(
                             "client {} got an error in command {} (SQL) of script {si}; {}",
                             st.id,
                             e.step(),
-                            e.describe()
+                            e.libpq_message()
                         );
                     }
                     s.rollback().await;

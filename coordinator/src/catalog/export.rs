@@ -60,7 +60,8 @@ const RUNS: &str = "SELECT r.run_id, r.cell_index, r.repetition, r.sequence, r.a
   res.run_id AS res_run_id, res.transactions, res.failures, res.retries, res.tps, res.tps_incl_conn,
   res.latency_avg_ms, res.latency_stddev_ms, res.latency_p50_ms, res.latency_p90_ms,
   res.latency_p99_ms, res.latency_p999_ms, res.latency_max_ms, res.connection_time_ms,
-  res.measured_seconds, res.client_cpu_user_s, res.client_cpu_system_s
+  res.measured_seconds, res.client_cpu_user_s, res.client_cpu_system_s,
+  res.schedule_lag_avg_ms, res.schedule_lag_max_ms, res.late, res.skipped
   FROM runs r LEFT JOIN results res ON res.run_id = r.run_id
   WHERE r.job_id = ? ORDER BY r.sequence";
 
@@ -69,6 +70,8 @@ fn metrics(row: &SqliteRow) -> Result<Option<RunMetrics>, sqlx::Error> {
         return Ok(None);
     }
     let f = |c: &str| row.try_get::<f64, _>(c);
+    // NULL in runs stored before the column was kept.
+    let lag = |c: &str| Ok::<_, sqlx::Error>(row.try_get::<Option<f64>, _>(c)?.unwrap_or(0.0));
     Ok(Some(RunMetrics {
         transactions: u64c(row, "transactions")?,
         failures: u64c(row, "failures")?,
@@ -87,6 +90,11 @@ fn metrics(row: &SqliteRow) -> Result<Option<RunMetrics>, sqlx::Error> {
         client_cpu_user_s: f("client_cpu_user_s")?,
         client_cpu_system_s: f("client_cpu_system_s")?,
         extra: Vec::new(),
+        schedule_lag_avg_ms: lag("schedule_lag_avg_ms")?,
+        schedule_lag_max_ms: lag("schedule_lag_max_ms")?,
+        late: u64c(row, "late")?,
+        skipped: u64c(row, "skipped")?,
+        statements: Vec::new(),
     }))
 }
 
@@ -194,6 +202,26 @@ pub async fn export_job(
                 value: row.try_get("value")?,
                 unit: row.try_get("unit")?,
                 higher_is_better: row.try_get("higher_is_better")?,
+            });
+        }
+    }
+    for row in sqlx::query(
+        "SELECT run_id, script, position, command, count, latency_avg_ms, failures FROM run_statements WHERE run_id IN (SELECT run_id FROM runs WHERE job_id = ?) ORDER BY run_id, script_index, position",
+    )
+    .bind(job_id)
+    .fetch_all(db)
+    .await?
+    {
+        if let Some(&i) = index.get(&row.try_get::<String, _>("run_id")?)
+            && let Some(result) = runs[i].result.as_mut()
+        {
+            result.statements.push(StatementLatency {
+                script: row.try_get("script")?,
+                position: u32c(&row, "position")?,
+                command: row.try_get("command")?,
+                count: u64c(&row, "count")?,
+                latency_avg_ms: row.try_get("latency_avg_ms")?,
+                failures: u64c(&row, "failures")?,
             });
         }
     }

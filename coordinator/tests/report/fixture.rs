@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use blocklab_coordinator::catalog::{BuildRecord, Catalog, HostRecord, ServerRecord};
-use blocklab_coordinator::load::{LoadResult, Sample};
+use blocklab_coordinator::load::{LoadResult, Sample, Statement};
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
 
 pub const A_8K: [f64; 3] = [1234.5, 1210.2, 1251.8];
@@ -115,6 +115,20 @@ async fn job(
                         failures: 0,
                     })
                     .collect(),
+                // Own-workload figures: repetition r (1-based) lags r/2 ms on average.
+                schedule_lag_avg_ms: 0.5 * (rep + 1) as f64,
+                schedule_lag_max_ms: 10.0 * (rep + 1) as f64,
+                late: rep as u64,
+                skipped: 1,
+                statements: vec![Statement {
+                    script_index: 0,
+                    script: "mine.sql".into(),
+                    position: 0,
+                    command: "SELECT 1".into(),
+                    count: 100 * (rep + 1) as u64,
+                    latency_sum_ms: 10.0 * ((rep + 1) * (rep + 1)) as f64,
+                    failures: 0,
+                }],
                 ..Default::default()
             };
             assert!(

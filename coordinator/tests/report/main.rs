@@ -148,7 +148,10 @@ async fn results_render_in_every_format() {
         lines[3].contains("| +5.8% |") && lines[3].contains("| faster |"),
         "{md}"
     );
-    let csv = report::render::render_results(&r, Format::Csv);
+    let text = report::render::render_results(&r, Format::Csv);
+    // The cells, then (after a blank line) the own-workload table: a header and 3 cells.
+    let (csv, own) = text.split_once("\n\n").expect("two tables");
+    assert_eq!(own.lines().count(), 4, "{own}");
     let rows: Vec<&str> = csv.lines().collect();
     assert_eq!(rows.len(), 4, "{csv}");
     let head: Vec<&str> = rows[0].split(',').collect();
@@ -327,4 +330,64 @@ async fn report_is_one_self_contained_html_file() {
         .trim_start_matches("<!DOCTYPE html>\n")
         .replace("<meta charset=\"utf-8\">", "");
     roxmltree::Document::parse(&body).expect("report parses as XML");
+}
+
+#[tokio::test]
+async fn own_workload_figures_go_from_the_catalog_into_the_export_and_the_results() {
+    let f = build().await;
+    // The export carries each run's stored figures.
+    let e = export(&f).await;
+    let first = e.runs[0].result.as_ref().expect("result");
+    assert_eq!(
+        (
+            first.schedule_lag_avg_ms,
+            first.schedule_lag_max_ms,
+            first.late,
+            first.skipped
+        ),
+        (0.5, 10.0, 0, 1)
+    );
+    assert_eq!(
+        first.statements,
+        [StatementLatency {
+            script: "mine.sql".into(),
+            position: 0,
+            command: "SELECT 1".into(),
+            count: 100,
+            latency_avg_ms: 0.1,
+            failures: 0,
+        }]
+    );
+    // The results: per cell over its 3 runs, the median of the mean lags (0.5, 1, 1.5 ms),
+    // the largest lag, the sums, and the median of the statement's averages (0.1, 0.2, 0.3).
+    let r = results(&f, "").await;
+    assert_eq!(r.own_workload.len(), 3);
+    for (c, label) in r.own_workload.iter().zip(["8K", "16K", "32K"]) {
+        assert_eq!(c.cell, format!("bs={label} wal=8K c=4"));
+        assert_eq!(c.runs, 3);
+        close(c.schedule_lag_median_ms, 1.0);
+        close(c.schedule_lag_max_ms, 30.0);
+        assert_eq!((c.late, c.skipped), (3, 3));
+        assert_eq!(c.statements.len(), 1);
+        assert_eq!(c.statements[0].count, 600);
+        close(c.statements[0].latency_median_ms, 0.2);
+    }
+    let csv = report::render::render_results(&r, Format::Csv);
+    let (_, own) = csv.split_once("\n\n").expect("two tables");
+    assert_eq!(
+        own.lines().nth(1),
+        Some(
+            format!(
+                "{},bs=8K wal=8K c=4,0,3,1,30,3,3,mine.sql,0,SELECT 1,600,0,0.2",
+                f.job_a
+            )
+            .as_str()
+        ),
+        "{own}"
+    );
+    let md = report::render::render_results(&r, Format::Markdown);
+    assert!(
+        md.contains("| bs=8K wal=8K c=4 | 3 | 1.000 | 30.000 | 3 | 3 |"),
+        "{md}"
+    );
 }

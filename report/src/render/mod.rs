@@ -8,10 +8,12 @@ use crate::stats::Metric;
 
 mod data;
 mod metrics;
+mod own;
 mod table;
 
 pub use data::cell_json;
 pub use metrics::{metric_rows, metric_table};
+pub use own::{own_json, own_tables};
 pub use table::table_rows;
 
 use data::csv;
@@ -180,6 +182,9 @@ pub fn render_results(r: &QueryResultsResponse, format: Format) -> String {
     if !r.by_metric.is_empty() {
         head["by_metric"] = by_metric_json(&r.by_metric);
     }
+    if !r.own_workload.is_empty() {
+        head["own_workload"] = own_json(&r.own_workload);
+    }
     let headline = r
         .cells
         .first()
@@ -195,14 +200,15 @@ pub fn render_results(r: &QueryResultsResponse, format: Format) -> String {
         Format::Csv => {
             let mut all = r.cells.clone();
             all.extend(extra);
-            csv(&all, &[("job_id", &r.job_id)])
+            csv(&all, &[("job_id", &r.job_id)]) + &own_csv(r)
         }
         Format::Table => {
             let body = render(&r.cells, format, false, head, &[], "");
             body + &metrics::metric_table(
                 &r.by_metric,
                 "per metric (each cell against its baseline cell)",
-            ) + &footer
+            ) + &own_text(&r.own_workload)
+                + &footer
         }
         Format::Markdown => {
             let mut body = render(&r.cells, format, false, head, &[], "");
@@ -211,10 +217,64 @@ pub fn render_results(r: &QueryResultsResponse, format: Format) -> String {
                 body.push('\n');
                 body.push_str(&markdown(&h, &rows));
             }
+            if !r.own_workload.is_empty() {
+                body.push_str("\n### Own workload\n\n");
+                for (h, rows) in own_tables(&r.own_workload) {
+                    if !rows.is_empty() {
+                        body.push_str(&markdown(&h, &rows));
+                        body.push('\n');
+                    }
+                }
+                body.push_str(OWN_NOTE);
+            }
             body
         }
         Format::Json => render(&r.cells, format, false, head, &[], ""),
     }
+}
+
+/// What the own-workload figures are, under their tables.
+const OWN_NOTE: &str = "schedule lag: the median over the cell's runs of each run's mean lag behind \
+     the rate, and the largest; late and skipped: transactions over the latency limit and \
+     skipped for it, summed; per statement: count and failures summed, latency the median \
+     over the runs of each run's average\n";
+
+/// The own-workload table of the CSV: after a blank line, its own header and one line per
+/// cell and statement.
+fn own_csv(r: &QueryResultsResponse) -> String {
+    if r.own_workload.is_empty() {
+        return String::new();
+    }
+    let mut text = format!("\njob_id,{}\n", own::OWN_CSV_COLUMNS.join(","));
+    for l in own::own_csv_rows(&r.own_workload) {
+        let fields: Vec<String> = std::iter::once(r.job_id.clone())
+            .chain(l)
+            .map(|f| data::csv_field(&f))
+            .collect();
+        text.push_str(&fields.join(","));
+        text.push('\n');
+    }
+    text
+}
+
+/// The own-workload tables for the terminal.
+fn own_text(own: &[OwnWorkloadCell]) -> String {
+    if own.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("own workload\n");
+    for (h, rows) in own_tables(own) {
+        if rows.is_empty() {
+            continue;
+        }
+        let mut t = comfy_table::Table::new();
+        t.set_header(h);
+        for r in rows {
+            t.add_row(r);
+        }
+        out.push_str(&format!("{t}\n"));
+    }
+    out + OWN_NOTE
 }
 
 /// `blocklab compare`: each cell of job B against the like cell of job A.

@@ -34,6 +34,7 @@ fn single_run_cells_show_no_spread() {
         cells: vec![cell("a", 1)],
         catalog_path: String::new(),
         by_metric: Vec::new(),
+        ..Default::default()
     };
     let (_, rows) = table_rows(&r.cells, false);
     // n/runs, mean, stddev, CV, CI
@@ -53,6 +54,7 @@ fn csv_and_markdown_escape_their_separators() {
         cells: vec![cell("a,b \"x\"", 2), cell("c|d", 2)],
         catalog_path: String::new(),
         by_metric: Vec::new(),
+        ..Default::default()
     };
     let csv = render_results(&r, Format::Csv);
     assert!(
@@ -123,6 +125,7 @@ fn workload_metrics_travel_in_every_format() {
                 cells: vec![metric_cell("new_order.p90_ms", "ms", 12.5)],
             },
         ],
+        ..Default::default()
     };
     let json: serde_json::Value =
         serde_json::from_str(&render_results(&r, Format::Json)).expect("json");

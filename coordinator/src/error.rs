@@ -8,7 +8,9 @@ use tonic::Status;
 use crate::catalog::CatalogError;
 use blocklab_report::ReportError;
 
+use crate::access::AccessError;
 use crate::results::ResultsError;
+use blocklab_daemon::security::TokenRefused;
 
 /// What kind of failure a caller sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +21,10 @@ pub enum ErrorCode {
     NotFound,
     /// The catalog cannot serve the request now; retrying may help.
     Unavailable,
+    /// The caller did not prove who it is (no token, a wrong one, a revoked credential).
+    Unauthenticated,
+    /// The caller is known but may not do this (a token's scope, a host's enrolled identity).
+    PermissionDenied,
 }
 
 impl ErrorCode {
@@ -27,6 +33,8 @@ impl ErrorCode {
             ErrorCode::BadInput => tonic::Code::InvalidArgument,
             ErrorCode::NotFound => tonic::Code::NotFound,
             ErrorCode::Unavailable => tonic::Code::Unavailable,
+            ErrorCode::Unauthenticated => tonic::Code::Unauthenticated,
+            ErrorCode::PermissionDenied => tonic::Code::PermissionDenied,
         }
     }
 
@@ -36,6 +44,8 @@ impl ErrorCode {
             ErrorCode::BadInput => StatusCode::BAD_REQUEST,
             ErrorCode::NotFound => StatusCode::NOT_FOUND,
             ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Unauthenticated => StatusCode::UNAUTHORIZED,
+            ErrorCode::PermissionDenied => StatusCode::FORBIDDEN,
         }
     }
 }
@@ -71,6 +81,21 @@ impl ServiceError for ResultsError {
         match self {
             ResultsError::Catalog(c) => c.code(),
             ResultsError::Report(r) => r.code(),
+        }
+    }
+}
+
+impl ServiceError for TokenRefused {
+    fn code(&self) -> ErrorCode {
+        ErrorCode::Unauthenticated
+    }
+}
+
+impl ServiceError for AccessError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            AccessError::Token(t) => t.code(),
+            AccessError::Scope { .. } => ErrorCode::PermissionDenied,
         }
     }
 }
@@ -123,5 +148,17 @@ mod tests {
             sql.code().http(),
             axum::http::StatusCode::SERVICE_UNAVAILABLE
         );
+        let token = AccessError::Token(TokenRefused::Invalid(
+            blocklab_daemon::security::TokenKind::Api,
+        ));
+        assert_eq!(status(&token).code(), tonic::Code::Unauthenticated);
+        assert_eq!(token.code().http(), axum::http::StatusCode::UNAUTHORIZED);
+        let scope = AccessError::Scope {
+            method: "SubmitJob".into(),
+            needed: blocklab_daemon::security::Scope::Submit,
+            had: blocklab_daemon::security::Scope::Read,
+        };
+        assert_eq!(status(&scope).code(), tonic::Code::PermissionDenied);
+        assert_eq!(scope.code().http(), axum::http::StatusCode::FORBIDDEN);
     }
 }

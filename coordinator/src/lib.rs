@@ -4,12 +4,13 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use blocklab_daemon::security::{self, Secret, ServerTls, TokenCheck, TokenKind};
+use blocklab_daemon::security::{self, ApiToken, Secret, ServerTls, TokenCheck};
 use blocklab_proto::v1::control_server::ControlServer;
 use blocklab_proto::v1::fleet_server::FleetServer;
 use tokio::net::TcpListener;
 use tonic::service::interceptor::InterceptedService;
 
+pub mod access;
 pub mod catalog;
 pub mod control;
 pub mod dashboard;
@@ -34,8 +35,9 @@ pub struct CoordinatorConfig {
     pub tls: Option<ServerTls>,
     /// Agents and workers must present this token on `Fleet` (`--fleet-token-file`).
     pub fleet_token: Option<Secret>,
-    /// The CLI must present one of these on `Control` (`--api-token-file`); empty = open.
-    pub api_tokens: Vec<Secret>,
+    /// The CLI must present one of these on `Control` (`--api-token-file`), with the scope
+    /// the RPC needs (`access.rs`); empty = open.
+    pub api_tokens: Vec<ApiToken>,
     /// Serve the read-only web dashboard and `/metrics` here (`--dashboard-listen`); off if
     /// unset.
     pub dashboard: Option<std::net::SocketAddr>,
@@ -141,14 +143,21 @@ pub async fn serve(
     let closing_registry = registry.clone();
     let (stopping_tx, mut stopping_rx) = tokio::sync::watch::channel(false);
     let fleet = fleet::FleetService { registry, catalog };
-    let control = InterceptedService::new(
+    let control = access::ScopeGate::new(
         ControlServer::new(control).max_decoding_message_size(security::CONTROL_MAX_MESSAGE_BYTES),
-        TokenCheck::new(TokenKind::Api, &config.api_tokens),
+        TokenCheck::api(&config.api_tokens),
     );
     let fleet_tokens: Vec<Secret> = config.fleet_token.iter().cloned().collect();
+    let fleet_check = TokenCheck::fleet(&fleet_tokens);
     let fleet = InterceptedService::new(
         FleetServer::new(fleet).max_decoding_message_size(security::FLEET_MAX_MESSAGE_BYTES),
-        TokenCheck::new(TokenKind::Fleet, &fleet_tokens),
+        move |request: tonic::Request<()>| {
+            let authorization = request.metadata().get("authorization");
+            match fleet_check.check(authorization.map(|v| v.as_bytes())) {
+                Ok(_) => Ok(request),
+                Err(e) => Err(error::status(&e)),
+            }
+        },
     );
     let result = server
         .add_service(control)

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use blocklab_coordinator::listen::{ListenDecision, Protection, decide_listen};
-use blocklab_daemon::security::{FLEET_TOKEN_ENV, ServerTls, read_token_list, resolve_token};
+use blocklab_daemon::security::{FLEET_TOKEN_ENV, ServerTls, read_api_tokens, resolve_token};
 use clap::Parser;
 
 #[derive(Parser, Debug)]
@@ -41,7 +41,9 @@ struct Args {
     /// BLOCKLAB_FLEET_TOKEN variable, if set).
     #[arg(long, env = "BLOCKLAB_FLEET_TOKEN_FILE")]
     fleet_token_file: Option<PathBuf>,
-    /// File of API tokens for the CLI, one per line (blank lines and # comments ignored).
+    /// File of API tokens for the CLI, one per line: `read TOKEN`, `submit TOKEN` or
+    /// `admin TOKEN` (a line with only a token is a submit token; blank lines and # comments
+    /// are ignored).
     #[arg(long, env = "BLOCKLAB_API_TOKEN_FILE")]
     api_token_file: Option<PathBuf>,
     /// Serve off loopback even without TLS and tokens (anyone who can reach the port can
@@ -83,7 +85,7 @@ async fn main() -> anyhow::Result<()> {
         FLEET_TOKEN_ENV,
     )?;
     let api_tokens = match &args.api_token_file {
-        Some(path) => read_token_list("--api-token-file", path)?,
+        Some(path) => read_api_tokens("--api-token-file", path)?,
         None => Vec::new(),
     };
     let protection = Protection {

@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
-use blocklab_daemon::security::{Secret, TokenCheck, TokenKind};
+use blocklab_daemon::security::{ApiToken, TokenCheck};
 use tokio::net::TcpListener;
 
 use crate::catalog::Catalog;
@@ -37,13 +37,13 @@ impl Dashboard {
         catalog: Catalog,
         registry: Arc<Registry>,
         catalog_path: String,
-        api_tokens: &[Secret],
+        api_tokens: &[ApiToken],
     ) -> Self {
         Self {
             catalog,
             registry,
             catalog_path,
-            tokens: TokenCheck::new(TokenKind::Api, api_tokens),
+            tokens: TokenCheck::api(api_tokens),
         }
     }
 
@@ -127,11 +127,10 @@ async fn auth(State(d): State<Arc<Dashboard>>, request: Request, next: Next) -> 
         (None, Some(h)) => Some(h.as_bytes().to_vec()),
         (None, None) => cookie_token(request.headers()).map(|t| format!("Bearer {t}").into_bytes()),
     };
-    if let Err(status) = d.tokens.check(presented.as_deref()) {
-        tracing::warn!("dashboard request refused: {}", status.message());
+    if let Err(refused) = d.tokens.check(presented.as_deref()) {
+        tracing::warn!("dashboard request refused: {refused}");
         let text = format!(
-            "401 unauthorized: {}\nBrowsers: open this page once with ?token=<API token>.\n",
-            status.message()
+            "401 unauthorized: {refused}\nBrowsers: open this page once with ?token=<API token>.\n"
         );
         return (
             StatusCode::UNAUTHORIZED,

@@ -12,12 +12,12 @@ use std::time::Duration;
 use blocklab_coordinator::dashboard::{self, Dashboard};
 use blocklab_coordinator::fleet::{Liveness, Registry};
 use blocklab_daemon::metrics::http_get;
-use blocklab_daemon::security::Secret;
+use blocklab_daemon::security::{ApiToken, Scope, Secret};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const TOKEN: &str = "dashboard-test-token-0123456789";
 
-async fn start(f: &fixture::Fixture, tokens: &[Secret]) -> SocketAddr {
+async fn start(f: &fixture::Fixture, tokens: &[ApiToken]) -> SocketAddr {
     let registry = Registry::new(Liveness {
         heartbeat_interval: Duration::from_secs(2),
         heartbeat_timeout: Duration::from_secs(10),
@@ -83,7 +83,7 @@ async fn chromium(profile: &Path, extra: &[&str], url: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chromium_shows_finished_job_with_chart() {
     let f = fixture::build().await;
-    let secret = Secret::new(TOKEN, "test").expect("token");
+    let secret = ApiToken::new(Scope::Read, Secret::new(TOKEN, "test").expect("token"));
     let addr = start(&f, &[secret]).await;
     let profile = tempfile::tempdir().expect("profile");
 
@@ -143,7 +143,7 @@ async fn chromium_shows_finished_job_with_chart() {
 #[tokio::test]
 async fn token_is_required_and_metrics_are_served() {
     let f = fixture::build().await;
-    let secret = Secret::new(TOKEN, "test").expect("token");
+    let secret = ApiToken::new(Scope::Read, Secret::new(TOKEN, "test").expect("token"));
     let addr = start(&f, &[secret]).await;
     for path in ["/", "/metrics", &format!("/jobs/{}", f.job_a)] {
         let (head, body) = http_get(addr, path, &[]).await.expect("get");

@@ -250,3 +250,4 @@ fn listen_decision() {
 }
 
 mod bad_input;
+mod scopes;

@@ -3,17 +3,21 @@
 //! - Clients (CLI, agents, workers) build their channel with [`connect_channel`]: one connect
 //!   timeout, TLS verified against the CA given with `--ca-cert` when there is one.
 //! - Tokens travel as `authorization: Bearer <token>` metadata ([`Bearer`]) and are checked
-//!   on the coordinator by a [`TokenCheck`] interceptor per service, in constant time.
+//!   on the coordinator by a [`TokenCheck`] per service, in constant time; API tokens carry a
+//!   [`Scope`] (`scopes.rs`, the API token file).
 //! - A [`Secret`] never prints its value: `Debug` shows `<redacted>`.
 
 mod error;
+mod scopes;
 mod tls;
 mod tokens;
 
 pub use error::SecurityError;
+pub use scopes::{ApiToken, Scope, UnknownScope, parse_api_tokens, read_api_tokens};
 pub use tls::{ClientTls, ServerTls};
 pub use tokens::{
-    Bearer, Secret, TokenCheck, TokenKind, read_token_file, read_token_list, resolve_token,
+    Bearer, Secret, TokenCheck, TokenKind, TokenRefused, bearer_token, read_token_file,
+    resolve_token,
 };
 
 use std::time::Duration;

@@ -5,12 +5,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
+use subtle::{ConditionallySelectable, ConstantTimeEq};
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
 use tonic::{Request, Status};
 
 use super::error::{MAX_TOKEN_LEN, MIN_TOKEN_LEN, SecurityError};
+use super::scopes::{ApiToken, Scope};
 
 /// A token. Its value is only reachable through [`Secret::expose`]; `Debug` redacts it.
 #[derive(Clone)]
@@ -51,6 +52,11 @@ impl Secret {
     pub fn expose(&self) -> &str {
         &self.value
     }
+
+    /// The token's sha256, what a server keeps instead of the token.
+    pub fn digest(&self) -> [u8; 32] {
+        self.digest
+    }
 }
 
 impl fmt::Debug for Secret {
@@ -72,7 +78,7 @@ pub(super) fn warn_if_shared(flag: &'static str, path: &Path) {
     }
 }
 
-fn read_private(flag: &'static str, path: &Path) -> Result<String, SecurityError> {
+pub(super) fn read_private(flag: &'static str, path: &Path) -> Result<String, SecurityError> {
     let text = std::fs::read_to_string(path).map_err(|error| SecurityError::Read {
         flag,
         path: path.to_path_buf(),
@@ -102,23 +108,6 @@ pub fn read_token_file(flag: &'static str, path: &Path) -> Result<Secret, Securi
         return Err(invalid("must hold exactly one token"));
     }
     Secret::new(token, &format!("{flag} {}", path.display()))
-}
-
-/// Reads a file of tokens, one per line (blank lines and `#` comments ignored); at least one.
-pub fn read_token_list(flag: &'static str, path: &Path) -> Result<Vec<Secret>, SecurityError> {
-    let text = read_private(flag, path)?;
-    let tokens = token_lines(&text)
-        .enumerate()
-        .map(|(i, t)| Secret::new(t, &format!("{flag} {} token {}", path.display(), i + 1)))
-        .collect::<Result<Vec<_>, _>>()?;
-    if tokens.is_empty() {
-        return Err(SecurityError::Invalid {
-            flag,
-            path: path.to_path_buf(),
-            reason: "holds no token".into(),
-        });
-    }
-    Ok(tokens)
 }
 
 /// The token from `file` (flag `flag`) if given, else from the environment variable `env`
@@ -192,77 +181,74 @@ impl TokenKind {
     }
 }
 
-/// Server interceptor: with no tokens configured every request passes; otherwise a request
-/// must carry `authorization: Bearer <one of the tokens>`, compared in constant time.
+/// Why a request's token was refused. The message names the flag or variable to set and never
+/// the token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenRefused {
+    #[error("missing {}: this coordinator requires `authorization: Bearer <token>` ({})", .0.name(), .0.hint())]
+    Missing(TokenKind),
+    #[error("malformed authorization metadata: expected `Bearer <{}>` ({})", .0.name(), .0.hint())]
+    Malformed(TokenKind),
+    #[error("invalid {} ({})", .0.name(), .0.hint())]
+    Invalid(TokenKind),
+}
+
+/// The token of an `authorization` value: `Bearer <token>` (or `bearer`).
+pub fn bearer_token(kind: TokenKind, authorization: Option<&[u8]>) -> Result<&[u8], TokenRefused> {
+    let value = authorization.ok_or(TokenRefused::Missing(kind))?;
+    value
+        .strip_prefix(b"Bearer ")
+        .or_else(|| value.strip_prefix(b"bearer "))
+        .ok_or(TokenRefused::Malformed(kind))
+}
+
+/// The server's token check: with no tokens configured every request passes (as `admin`);
+/// otherwise a request must carry `authorization: Bearer <one of the tokens>`, compared in
+/// constant time against every token, and gets that token's scope.
 #[derive(Clone, Debug)]
 pub struct TokenCheck {
     kind: TokenKind,
-    digests: Arc<[[u8; 32]]>,
+    entries: Arc<[([u8; 32], Scope)]>,
 }
 
 impl TokenCheck {
-    pub fn new(kind: TokenKind, tokens: &[Secret]) -> Self {
+    /// The fleet join token(s): whoever holds one may attach (scope is not used).
+    pub fn fleet(tokens: &[Secret]) -> Self {
         Self {
-            kind,
-            digests: tokens.iter().map(|t| t.digest).collect(),
+            kind: TokenKind::Fleet,
+            entries: tokens.iter().map(|t| (t.digest, Scope::Admin)).collect(),
+        }
+    }
+
+    /// The API tokens with their scopes.
+    pub fn api(tokens: &[ApiToken]) -> Self {
+        Self {
+            kind: TokenKind::Api,
+            entries: tokens.iter().map(|t| (t.secret.digest, t.scope)).collect(),
         }
     }
 
     /// Whether this service accepts requests without a token.
     pub fn is_open(&self) -> bool {
-        self.digests.is_empty()
+        self.entries.is_empty()
     }
 
-    /// Checks one `authorization` value (or its absence).
-    pub fn check(&self, authorization: Option<&[u8]>) -> Result<(), Status> {
+    /// The scope of the token in one `authorization` value (or its absence).
+    pub fn check(&self, authorization: Option<&[u8]>) -> Result<Scope, TokenRefused> {
         if self.is_open() {
-            return Ok(());
+            return Ok(Scope::Admin);
         }
-        let (name, hint) = (self.kind.name(), self.kind.hint());
-        let Some(value) = authorization else {
-            return Err(Status::unauthenticated(format!(
-                "missing {name}: this coordinator requires `authorization: Bearer <token>` ({hint})"
-            )));
-        };
-        let token = value
-            .strip_prefix(b"Bearer ")
-            .or_else(|| value.strip_prefix(b"bearer "))
-            .ok_or_else(|| {
-                Status::unauthenticated(format!(
-                    "malformed authorization metadata: expected `Bearer <{name}>` ({hint})"
-                ))
-            })?;
-        let digest: [u8; 32] = Sha256::digest(token).into();
-        let matched = self
-            .digests
-            .iter()
-            .fold(subtle::Choice::from(0), |acc, d| acc | d.ct_eq(&digest));
-        if bool::from(matched) {
-            Ok(())
-        } else {
-            Err(Status::unauthenticated(format!("invalid {name} ({hint})")))
-        }
+        let token = bearer_token(self.kind, authorization)?;
+        self.scope_of(token).ok_or(TokenRefused::Invalid(self.kind))
     }
-}
 
-impl Interceptor for TokenCheck {
-    fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
-        let checked = self.check(
-            request
-                .metadata()
-                .get("authorization")
-                .map(MetadataValue::as_bytes),
-        );
-        match checked {
-            Ok(()) => Ok(request),
-            Err(status) => {
-                tracing::warn!(
-                    peer = ?request.remote_addr(),
-                    reason = %status.message(),
-                    "request refused"
-                );
-                Err(status)
-            }
-        }
+    /// The scope of `token` if it is one of the tokens. Every token is compared, each in
+    /// constant time, whichever matches.
+    pub fn scope_of(&self, token: &[u8]) -> Option<Scope> {
+        let digest: [u8; 32] = Sha256::digest(token).into();
+        let rank = self.entries.iter().fold(0u8, |found, (d, scope)| {
+            u8::conditional_select(&found, &scope.rank(), d.ct_eq(&digest))
+        });
+        Scope::from_rank(rank)
     }
 }

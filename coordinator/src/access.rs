@@ -10,7 +10,7 @@ use tonic::codegen::http::{Request, Response};
 use tonic::codegen::{BoxFuture, Service};
 use tonic::server::NamedService;
 
-use crate::error::status;
+use crate::error::{ErrorCode, ServiceError, status};
 
 /// The gRPC path prefix of the `Control` service's methods.
 const CONTROL_PREFIX: &str = "/blocklab.v1.Control/";
@@ -42,6 +42,15 @@ pub enum AccessError {
         needed: Scope,
         had: Scope,
     },
+}
+
+impl ServiceError for AccessError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            AccessError::Token(t) => t.code(),
+            AccessError::Scope { .. } => ErrorCode::PermissionDenied,
+        }
+    }
 }
 
 /// Checks one request: its token, then the scope its method needs.

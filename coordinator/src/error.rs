@@ -8,7 +8,6 @@ use tonic::Status;
 use crate::catalog::CatalogError;
 use blocklab_report::ReportError;
 
-use crate::access::AccessError;
 use crate::results::ResultsError;
 use blocklab_daemon::security::TokenRefused;
 
@@ -91,15 +90,6 @@ impl ServiceError for TokenRefused {
     }
 }
 
-impl ServiceError for AccessError {
-    fn code(&self) -> ErrorCode {
-        match self {
-            AccessError::Token(t) => t.code(),
-            AccessError::Scope { .. } => ErrorCode::PermissionDenied,
-        }
-    }
-}
-
 /// Error messages travel in a response header: keep echoed input short.
 const MAX_MESSAGE_CHARS: usize = 1024;
 
@@ -148,17 +138,16 @@ mod tests {
             sql.code().http(),
             axum::http::StatusCode::SERVICE_UNAVAILABLE
         );
-        let token = AccessError::Token(TokenRefused::Invalid(
-            blocklab_daemon::security::TokenKind::Api,
-        ));
+        let token = TokenRefused::Invalid(blocklab_daemon::security::TokenKind::Api);
         assert_eq!(status(&token).code(), tonic::Code::Unauthenticated);
         assert_eq!(token.code().http(), axum::http::StatusCode::UNAUTHORIZED);
-        let scope = AccessError::Scope {
-            method: "SubmitJob".into(),
-            needed: blocklab_daemon::security::Scope::Submit,
-            had: blocklab_daemon::security::Scope::Read,
-        };
-        assert_eq!(status(&scope).code(), tonic::Code::PermissionDenied);
-        assert_eq!(scope.code().http(), axum::http::StatusCode::FORBIDDEN);
+        assert_eq!(
+            ErrorCode::PermissionDenied.grpc(),
+            tonic::Code::PermissionDenied
+        );
+        assert_eq!(
+            ErrorCode::PermissionDenied.http(),
+            axum::http::StatusCode::FORBIDDEN
+        );
     }
 }

@@ -128,8 +128,11 @@ pub async fn serve(
                 config.catalog_path.display().to_string(),
                 &config.api_tokens,
             );
+            let tls = config.tls.clone();
             Some(tokio::spawn(async move {
-                if let Err(e) = dashboard::serve(board, listener, std::future::pending()).await {
+                let served =
+                    dashboard::serve(board, listener, tls.as_ref(), std::future::pending()).await;
+                if let Err(e) = served {
                     tracing::error!(error = %e, "dashboard stopped");
                 }
             }))

@@ -51,7 +51,8 @@ struct Args {
     #[arg(long, env = "BLOCKLAB_INSECURE")]
     insecure: bool,
     /// Serve the read-only web dashboard and /metrics on this address (e.g. 127.0.0.1:7401);
-    /// off unless set. Off loopback it needs --api-token-file (or --insecure).
+    /// off unless set. HTTPS with --tls-cert; off loopback it needs --tls-cert and
+    /// --api-token-file (or --insecure).
     #[arg(long, env = "BLOCKLAB_DASHBOARD_LISTEN")]
     dashboard_listen: Option<std::net::SocketAddr>,
     /// TOML configuration file: keys are the long flags in snake_case (see
@@ -112,15 +113,25 @@ async fn main() -> anyhow::Result<()> {
     }
     if let Some(addr) = args.dashboard_listen
         && !addr.ip().is_loopback()
-        && api_tokens.is_empty()
     {
-        if !args.insecure {
-            anyhow::bail!(
-                "--dashboard-listen {addr}: off loopback the dashboard needs --api-token-file \
-                 (or --insecure to serve it to anyone who can reach the port)"
-            );
+        let mut missing = Vec::new();
+        if tls.is_none() {
+            missing.push("--tls-cert/--tls-key");
         }
-        tracing::warn!(%addr, "--insecure: dashboard served off loopback without a token");
+        if api_tokens.is_empty() {
+            missing.push("--api-token-file");
+        }
+        if !missing.is_empty() {
+            if !args.insecure {
+                anyhow::bail!(
+                    "--dashboard-listen {addr}: off loopback the dashboard needs {} (its sign-in \
+                     cookie is Secure and its tokens must not cross the network in clear), or \
+                     --insecure to serve it anyway",
+                    missing.join(" and ")
+                );
+            }
+            tracing::warn!(%addr, missing = %missing.join(", "), "--insecure: dashboard served off loopback without full protection");
+        }
     }
     let listener = tokio::net::TcpListener::bind(addrs.as_slice())
         .await

@@ -250,4 +250,5 @@ fn listen_decision() {
 }
 
 mod bad_input;
+mod dashboard;
 mod scopes;

@@ -73,6 +73,28 @@ pub fn client_url(addr: &str, tls: bool) -> Result<String, SecurityError> {
     }
 }
 
+/// Whether the coordinator address `addr` (`host:port` or a URL) names this machine: an IP in
+/// 127.0.0.0/8, `::1` (or `::ffff:127.x.y.z`), or `localhost`. Another name is not loopback,
+/// whatever it resolves to.
+pub fn is_loopback_target(addr: &str) -> bool {
+    let rest = addr
+        .strip_prefix("http://")
+        .or_else(|| addr.strip_prefix("https://"))
+        .unwrap_or(addr);
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => match authority.rsplit_once(':') {
+            Some((h, port)) if !h.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => h,
+            _ => authority,
+        },
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.to_canonical().is_loopback())
+}
+
 /// The endpoint every client uses: the URL, a connect timeout, and TLS when `tls` is set.
 pub fn client_endpoint(addr: &str, tls: Option<&ClientTls>) -> Result<Endpoint, SecurityError> {
     let url = client_url(addr, tls.is_some())?;

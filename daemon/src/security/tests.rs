@@ -233,3 +233,32 @@ fn pem_files_are_checked() {
     let tls = ServerTls::from_pem("cert", "-----BEGIN PRIVATE KEY-----secret");
     assert!(!format!("{tls:?}").contains("secret"));
 }
+
+#[test]
+fn loopback_targets() {
+    for addr in [
+        "127.0.0.1:7400",
+        "127.9.9.9:1",
+        "http://127.0.0.1:7400",
+        "localhost:7400",
+        "http://LOCALHOST:7400/",
+        "[::1]:7400",
+        "http://[::1]:7400",
+        "[::ffff:127.0.0.1]:7400",
+        "::1",
+    ] {
+        assert!(is_loopback_target(addr), "{addr}");
+    }
+    for addr in [
+        "10.0.0.1:7400",
+        "http://10.0.0.1:7400",
+        "lab1:7400",
+        "localhost.example.org:7400",
+        "127.0.0.1.example.org:7400",
+        "[2001:db8::1]:7400",
+        "0.0.0.0:7400",
+        "",
+    ] {
+        assert!(!is_loopback_target(addr), "{addr}");
+    }
+}

@@ -63,7 +63,8 @@ impl ServiceError for SpecError {
 impl ServiceError for CatalogError {
     fn code(&self) -> ErrorCode {
         match self {
-            CatalogError::JobNotFound(_) => ErrorCode::NotFound,
+            CatalogError::JobNotFound(_) | CatalogError::HostNotEnrolled(_) => ErrorCode::NotFound,
+            CatalogError::HostEnrolled(_) | CatalogError::HostRevoked(_) => ErrorCode::BadInput,
             _ => ErrorCode::Unavailable,
         }
     }

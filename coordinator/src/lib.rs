@@ -8,7 +8,6 @@ use blocklab_daemon::security::{self, ApiToken, Secret, ServerTls, TokenCheck};
 use blocklab_proto::v1::control_server::ControlServer;
 use blocklab_proto::v1::fleet_server::FleetServer;
 use tokio::net::TcpListener;
-use tonic::service::interceptor::InterceptedService;
 
 pub mod access;
 pub mod catalog;
@@ -16,6 +15,7 @@ pub mod control;
 pub mod dashboard;
 pub mod error;
 pub mod fleet;
+pub mod hosts;
 pub mod listen;
 pub mod load;
 pub mod metrics;
@@ -145,23 +145,25 @@ pub async fn serve(
     };
     let closing_registry = registry.clone();
     let (stopping_tx, mut stopping_rx) = tokio::sync::watch::channel(false);
-    let fleet = fleet::FleetService { registry, catalog };
+    let fleet_tokens: Vec<Secret> = config.fleet_token.iter().cloned().collect();
+    let enforcer = tokio::spawn(fleet::enforce_credentials(
+        registry.clone(),
+        catalog.clone(),
+        config.heartbeat_interval,
+    ));
+    let fleet = fleet::FleetService {
+        registry,
+        catalog,
+        shared: TokenCheck::fleet(&fleet_tokens),
+    };
     let control = access::ScopeGate::new(
         ControlServer::new(control).max_decoding_message_size(security::CONTROL_MAX_MESSAGE_BYTES),
         TokenCheck::api(&config.api_tokens),
     );
-    let fleet_tokens: Vec<Secret> = config.fleet_token.iter().cloned().collect();
-    let fleet_check = TokenCheck::fleet(&fleet_tokens);
-    let fleet = InterceptedService::new(
-        FleetServer::new(fleet).max_decoding_message_size(security::FLEET_MAX_MESSAGE_BYTES),
-        move |request: tonic::Request<()>| {
-            let authorization = request.metadata().get("authorization");
-            match fleet_check.check(authorization.map(|v| v.as_bytes())) {
-                Ok(_) => Ok(request),
-                Err(e) => Err(error::status(&e)),
-            }
-        },
-    );
+    // Fleet's credentials are checked by the Attach handler before it reads the hello
+    // (`fleet/identity.rs`): enrolled credentials live in the catalog.
+    let fleet =
+        FleetServer::new(fleet).max_decoding_message_size(security::FLEET_MAX_MESSAGE_BYTES);
     let result = server
         .add_service(control)
         .add_service(fleet)
@@ -186,6 +188,7 @@ pub async fn serve(
         }
     };
     reaper.abort();
+    enforcer.abort();
     if let Some(d) = dashboard {
         d.abort();
     }

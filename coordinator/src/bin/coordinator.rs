@@ -6,6 +6,7 @@ use std::time::Duration;
 use anyhow::Context;
 use blocklab_coordinator::listen::{ListenDecision, Protection, decide_listen};
 use blocklab_daemon::security::{FLEET_TOKEN_ENV, ServerTls, read_api_tokens, resolve_token};
+use blocklab_spec::HostRole;
 use clap::Parser;
 
 #[derive(Parser, Debug)]
@@ -62,6 +63,84 @@ struct Args {
     /// Print a commented configuration file with every default, and exit.
     #[arg(long)]
     print_default_config: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// Per-host credentials in the catalog (--catalog): each host attaches only with its own
+    /// token, as the host id and role it was enrolled for.
+    #[command(subcommand)]
+    Hosts(HostsCommand),
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum HostsCommand {
+    /// Enroll a host: prints its new token once on stdout (only its sha256 is stored); put
+    /// it in the host's --token-file. Once a host is enrolled the shared fleet token no longer
+    /// attaches hosts.
+    Add {
+        /// The host's --host-id.
+        host_id: String,
+        /// What the host runs: agent (database host) or worker (client host).
+        #[arg(long, value_parser = parse_role)]
+        role: HostRole,
+    },
+    /// List enrolled hosts: id, role, when enrolled, and whether revoked.
+    List,
+    /// Revoke a host's credential: the coordinator refuses its next hello and ends its live
+    /// session within one heartbeat interval.
+    Revoke {
+        /// The host's id.
+        host_id: String,
+    },
+}
+
+fn parse_role(s: &str) -> Result<HostRole, String> {
+    s.parse()
+        .map_err(|e: blocklab_spec::state::UnknownName| e.to_string())
+}
+
+/// `blocklab-coordinator hosts ...`: enrollment on the catalog file.
+async fn hosts(catalog_path: &std::path::Path, command: HostsCommand) -> anyhow::Result<()> {
+    use blocklab_coordinator::hosts;
+    let catalog = blocklab_coordinator::catalog::Catalog::open(catalog_path)
+        .await
+        .with_context(|| format!("--catalog {}", catalog_path.display()))?;
+    match command {
+        HostsCommand::Add { host_id, role } => {
+            let token = hosts::add(&catalog, &host_id, role).await?;
+            eprintln!(
+                "enrolled {host_id} as {role}; its token follows, shown only this once (the \
+                 catalog keeps its sha256). Put it in the host's --token-file (chmod 600)."
+            );
+            println!("{}", token.expose());
+        }
+        HostsCommand::List => {
+            println!("{:<32} {:<7} {:<26} state", "host", "role", "enrolled");
+            for c in hosts::list(&catalog).await? {
+                let state = match &c.revoked_at {
+                    Some(at) => format!("revoked {at}"),
+                    None => "valid".to_string(),
+                };
+                println!(
+                    "{:<32} {:<7} {:<26} {state}",
+                    c.host_id,
+                    c.role.as_str(),
+                    c.enrolled_at
+                );
+            }
+        }
+        HostsCommand::Revoke { host_id } => {
+            hosts::revoke(&catalog, &host_id).await?;
+            eprintln!(
+                "revoked {host_id}: a running coordinator ends its session within one heartbeat \
+                 interval and refuses its next hello"
+            );
+        }
+    }
+    Ok(())
 }
 
 #[tokio::main]
@@ -73,6 +152,9 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let args: Args = blocklab_daemon::config::parse_or_exit(None);
+    if let Some(Command::Hosts(command)) = args.command {
+        return hosts(&args.catalog, command).await;
+    }
     if args.heartbeat_timeout <= args.heartbeat_interval {
         anyhow::bail!("--heartbeat-timeout must be longer than --heartbeat-interval");
     }
@@ -89,9 +171,17 @@ async fn main() -> anyhow::Result<()> {
         Some(path) => read_api_tokens("--api-token-file", path)?,
         None => Vec::new(),
     };
+    // Enrolled hosts protect Fleet as the shared token does.
+    let enrolled = blocklab_coordinator::catalog::Catalog::open(&args.catalog)
+        .await
+        .with_context(|| format!("--catalog {}", args.catalog.display()))?
+        .host_credentials()
+        .await?
+        .iter()
+        .any(|c| c.is_active());
     let protection = Protection {
         tls: tls.is_some(),
-        fleet_token: fleet_token.is_some(),
+        fleet_token: fleet_token.is_some() || enrolled,
         api_tokens: !api_tokens.is_empty(),
     };
     // Decide before binding, for every address the name resolves to.

@@ -12,9 +12,11 @@ use sqlx::{Row, Sqlite, Transaction};
 
 use blocklab_spec::JobState;
 
+pub use credentials::CredentialRecord;
 pub use error::CatalogError;
 pub use rows::*;
 
+mod credentials;
 mod error;
 pub mod export;
 mod jobs;

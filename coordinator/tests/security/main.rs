@@ -251,4 +251,5 @@ fn listen_decision() {
 
 mod bad_input;
 mod dashboard;
+mod identity;
 mod scopes;

@@ -7,7 +7,8 @@ use blocklab_daemon::security::Secret;
 use blocklab_spec::HostRole;
 use rand::RngCore as _;
 
-use crate::catalog::{Catalog, CatalogError, CredentialRecord};
+use crate::catalog::credentials::CredentialRecord;
+use crate::catalog::{Catalog, CatalogError};
 use crate::fleet::identity::token_sha256;
 
 /// Why enrollment refused a request.

@@ -12,11 +12,10 @@ use sqlx::{Row, Sqlite, Transaction};
 
 use blocklab_spec::JobState;
 
-pub use credentials::CredentialRecord;
 pub use error::CatalogError;
 pub use rows::*;
 
-mod credentials;
+pub mod credentials;
 mod error;
 pub mod export;
 mod jobs;

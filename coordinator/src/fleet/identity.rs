@@ -17,7 +17,7 @@ use blocklab_spec::HostRole;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::catalog::CredentialRecord;
+use crate::catalog::credentials::CredentialRecord;
 use crate::error::{ErrorCode, ServiceError};
 
 /// How a session's host proved who it is.

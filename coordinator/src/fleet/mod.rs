@@ -24,7 +24,8 @@ use blocklab_spec::Stage;
 use blocklab_daemon::security::TokenCheck;
 use blocklab_spec::HostRole;
 
-use crate::catalog::{Catalog, CredentialRecord, HostRecord};
+use crate::catalog::credentials::CredentialRecord;
+use crate::catalog::{Catalog, HostRecord};
 use crate::error::status;
 
 mod convert;

@@ -7,18 +7,17 @@
 //!   [`Scope`] (`scopes.rs`, the API token file).
 //! - A [`Secret`] never prints its value: `Debug` shows `<redacted>`.
 
+mod check;
 mod error;
 mod scopes;
 mod tls;
 mod tokens;
 
+pub use check::{TokenCheck, TokenRefused, bearer_token};
 pub use error::SecurityError;
 pub use scopes::{ApiToken, Scope, UnknownScope, parse_api_tokens, read_api_tokens};
 pub use tls::{ClientTls, ServerTls};
-pub use tokens::{
-    Bearer, Secret, TokenCheck, TokenKind, TokenRefused, bearer_token, read_token_file,
-    resolve_token,
-};
+pub use tokens::{Bearer, Secret, TokenKind, read_token_file, resolve_token};
 
 use std::time::Duration;
 

@@ -4,6 +4,7 @@
 mod baselines;
 mod error;
 mod files;
+pub mod fuzzing;
 mod kind;
 mod limits;
 mod memory;

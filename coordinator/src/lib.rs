@@ -15,6 +15,7 @@ pub mod control;
 pub mod dashboard;
 pub mod error;
 pub mod fleet;
+pub mod fuzzing;
 pub mod hosts;
 pub mod listen;
 pub mod load;

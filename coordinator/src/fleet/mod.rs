@@ -571,9 +571,16 @@ impl Fleet for FleetService {
         let stream = futures::StreamExt::take_until(
             tokio_stream::wrappers::ReceiverStream::new(rx),
             Box::pin(async move {
+                // A session dropped without being ended (its host went away) leaves the
+                // stream to close on its own: only `ended` set to true cuts it.
+                let ended = async {
+                    if ended.wait_for(|e| *e).await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                };
                 tokio::select! {
                     _ = closing.wait_for(|c| *c) => {}
-                    _ = ended.wait_for(|e| *e) => {}
+                    _ = ended => {}
                 }
             }),
         );

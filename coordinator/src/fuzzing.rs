@@ -83,7 +83,10 @@ fn message(b: &mut Bytes<'_>) -> HostMessage {
             attempt: u32::from(b.byte()),
             stage: b.pick(STAGES).to_string(),
             message: b.text(),
-            live_tps: (b.byte() % 2 == 0).then(|| f64::from(b.byte()) - 10.0),
+            live_tps: b
+                .byte()
+                .is_multiple_of(2)
+                .then(|| f64::from(b.byte()) - 10.0),
         })),
         3 => {
             let outcome = match b.byte() % 5 {

@@ -121,8 +121,8 @@ pub fn identify(
     }
     match shared.scope_of(token) {
         Some(_) if any_enrolled => Err(IdentityError::SharedRetired),
-        Some(_) if !shared.is_open() => Ok(Credential::Shared),
-        _ => Err(TokenRefused::Invalid(TokenKind::Fleet).into()),
+        Some(_) => Ok(Credential::Shared),
+        None => Err(TokenRefused::Invalid(TokenKind::Fleet).into()),
     }
 }
 

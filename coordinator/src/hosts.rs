@@ -106,6 +106,21 @@ mod tests {
                 .iter()
                 .all(|c| !c.token_sha256.contains(token.expose()))
         );
+        let path = dir.path().join("c.db");
+        assert!(
+            crate::catalog::credentials::any_enrolled(&path)
+                .await
+                .expect("read")
+        );
+        assert!(
+            !crate::catalog::credentials::any_enrolled(&dir.path().join("none.db"))
+                .await
+                .expect("no file")
+        );
+        assert!(
+            !dir.path().join("none.db").exists(),
+            "the check created a file"
+        );
         revoke(&catalog, "db1").await.expect("revoke");
         assert!(!list(&catalog).await.expect("list")[0].is_active());
         assert!(matches!(

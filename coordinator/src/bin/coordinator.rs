@@ -171,14 +171,10 @@ async fn main() -> anyhow::Result<()> {
         Some(path) => read_api_tokens("--api-token-file", path)?,
         None => Vec::new(),
     };
-    // Enrolled hosts protect Fleet as the shared token does.
-    let enrolled = blocklab_coordinator::catalog::Catalog::open(&args.catalog)
+    // Enrolled hosts protect Fleet as the shared token does (read without touching the file).
+    let enrolled = blocklab_coordinator::catalog::credentials::any_enrolled(&args.catalog)
         .await
-        .with_context(|| format!("--catalog {}", args.catalog.display()))?
-        .host_credentials()
-        .await?
-        .iter()
-        .any(|c| c.is_active());
+        .with_context(|| format!("--catalog {}", args.catalog.display()))?;
     let protection = Protection {
         tls: tls.is_some(),
         fleet_token: fleet_token.is_some() || enrolled,
@@ -247,5 +243,29 @@ mod tests {
     fn default_config_parses_back_to_the_defaults() {
         blocklab_daemon::config::check_default_config::<Args>(&["blocklab-coordinator"], None)
             .expect("config round trip");
+    }
+
+    #[test]
+    fn the_config_file_applies_to_the_hosts_commands() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("coordinator.toml");
+        std::fs::write(&file, "catalog = \"/srv/lab/catalog.db\"\n").expect("write");
+        let argv = [
+            "blocklab-coordinator",
+            "--config",
+            file.to_str().expect("path"),
+        ]
+        .iter()
+        .chain(&["hosts", "add", "db1", "--role", "agent"])
+        .map(std::ffi::OsString::from)
+        .collect();
+        let args: Args = blocklab_daemon::config::parse_with_config(argv, None).expect("parse");
+        assert_eq!(args.catalog, PathBuf::from("/srv/lab/catalog.db"));
+        match args.command {
+            Some(Command::Hosts(HostsCommand::Add { host_id, role })) => {
+                assert_eq!((host_id.as_str(), role), ("db1", HostRole::Agent));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -25,6 +25,33 @@ impl CredentialRecord {
     }
 }
 
+/// Whether the catalog file at `path` holds a valid host credential, read without creating,
+/// migrating or writing anything (a missing file or an older schema holds none).
+pub async fn any_enrolled(path: &std::path::Path) -> Result<bool, CatalogError> {
+    use sqlx::ConnectOptions as _;
+    if !path.exists() {
+        return Ok(false);
+    }
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(true)
+        .connect()
+        .await?;
+    let table: Option<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'host_credentials'",
+    )
+    .fetch_optional(&mut conn)
+    .await?;
+    if table.is_none() {
+        return Ok(false);
+    }
+    let n: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM host_credentials WHERE revoked_at IS NULL")
+            .fetch_one(&mut conn)
+            .await?;
+    Ok(n > 0)
+}
+
 impl Catalog {
     /// Enrolls `host_id` as `role` with the token whose sha256 is `token_sha256`. A host id
     /// whose credential is valid is refused; a revoked one is enrolled again with the new

@@ -1,7 +1,7 @@
 //! The connection to the coordinator and the CLI's error type, shared by [`crate::commands`]
 //! and [`crate::progress`].
 
-use blocklab_daemon::security::{Bearer, ClientAuth};
+use blocklab_daemon::security::{Bearer, ClientAuth, is_loopback_target};
 use blocklab_proto::v1::control_client::ControlClient;
 use tonic::codegen::{Body, Bytes, InterceptedService, StdError};
 use tonic::transport::Channel;
@@ -20,6 +20,12 @@ pub enum CliError {
         addr: String,
         error: blocklab_daemon::security::SecurityError,
     },
+    #[error(
+        "refusing to send the API token to {addr} over plain http: it is not a loopback address; \
+         give the coordinator's CA with --ca-cert FILE (or BLOCKLAB_CA_CERT) to connect with \
+         https, or run without a token (--token-file, BLOCKLAB_TOKEN)"
+    )]
+    PlaintextToken { addr: String },
     #[error("{}", .0.message())]
     Rpc(#[from] tonic::Status),
 }
@@ -46,8 +52,14 @@ impl<T> Transport for T where
 {
 }
 
-/// Connects to the coordinator with the shared client endpoint (TLS, connect timeout).
+/// Connects to the coordinator with the shared client endpoint (TLS, connect timeout). A token
+/// goes over plain http only to a loopback address.
 pub async fn connect(addr: &str, auth: &ClientAuth) -> Result<Client, CliError> {
+    if auth.token.is_some() && auth.tls.is_none() && !is_loopback_target(addr) {
+        return Err(CliError::PlaintextToken {
+            addr: addr.to_string(),
+        });
+    }
     let channel = blocklab_daemon::security::connect_channel(addr, auth.tls.as_ref())
         .await
         .map_err(|error| CliError::Connect {
@@ -58,4 +70,37 @@ pub async fn connect(addr: &str, auth: &ClientAuth) -> Result<Client, CliError> 
         ControlClient::with_interceptor(channel, Bearer::new(auth.token.as_ref()))
             .max_decoding_message_size(blocklab_daemon::security::CLIENT_MAX_MESSAGE_BYTES),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blocklab_daemon::security::Secret;
+
+    #[tokio::test]
+    async fn a_token_goes_over_plain_http_only_to_loopback() {
+        let auth = ClientAuth {
+            tls: None,
+            token: Some(Secret::new("api-token-0123456789abcdef", "test").expect("token")),
+        };
+        for addr in ["10.0.0.1:7400", "http://192.0.2.7:7400", "lab1:7400"] {
+            let e = connect(addr, &auth).await.expect_err(addr).to_string();
+            assert!(
+                e.starts_with(&format!(
+                    "refusing to send the API token to {addr} over plain http"
+                )),
+                "{e}"
+            );
+            assert!(e.contains("--ca-cert") && e.contains("https"), "{e}");
+            assert!(!e.contains("api-token-0123456789abcdef"), "{e}");
+        }
+        // Loopback is allowed: the refusal is a connection error, not the token check.
+        let e = connect("127.0.0.1:1", &auth)
+            .await
+            .expect_err("nothing listens");
+        assert!(matches!(e, CliError::Connect { .. }), "{e}");
+        // Without a token there is nothing to refuse.
+        let e = connect("127.0.0.1:1", &ClientAuth::default()).await.err();
+        assert!(matches!(e, Some(CliError::Connect { .. })), "{e:?}");
+    }
 }

@@ -9,6 +9,7 @@ use crate::catalog::CatalogError;
 use blocklab_report::ReportError;
 
 use crate::results::ResultsError;
+use blocklab_daemon::security::TokenRefused;
 
 /// What kind of failure a caller sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +20,10 @@ pub enum ErrorCode {
     NotFound,
     /// The catalog cannot serve the request now; retrying may help.
     Unavailable,
+    /// The caller did not prove who it is (no token, a wrong one, a revoked credential).
+    Unauthenticated,
+    /// The caller is known but may not do this (a token's scope, a host's enrolled identity).
+    PermissionDenied,
 }
 
 impl ErrorCode {
@@ -27,6 +32,8 @@ impl ErrorCode {
             ErrorCode::BadInput => tonic::Code::InvalidArgument,
             ErrorCode::NotFound => tonic::Code::NotFound,
             ErrorCode::Unavailable => tonic::Code::Unavailable,
+            ErrorCode::Unauthenticated => tonic::Code::Unauthenticated,
+            ErrorCode::PermissionDenied => tonic::Code::PermissionDenied,
         }
     }
 
@@ -36,6 +43,8 @@ impl ErrorCode {
             ErrorCode::BadInput => StatusCode::BAD_REQUEST,
             ErrorCode::NotFound => StatusCode::NOT_FOUND,
             ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Unauthenticated => StatusCode::UNAUTHORIZED,
+            ErrorCode::PermissionDenied => StatusCode::FORBIDDEN,
         }
     }
 }
@@ -54,7 +63,8 @@ impl ServiceError for SpecError {
 impl ServiceError for CatalogError {
     fn code(&self) -> ErrorCode {
         match self {
-            CatalogError::JobNotFound(_) => ErrorCode::NotFound,
+            CatalogError::JobNotFound(_) | CatalogError::HostNotEnrolled(_) => ErrorCode::NotFound,
+            CatalogError::HostEnrolled(_) | CatalogError::HostRevoked(_) => ErrorCode::BadInput,
             _ => ErrorCode::Unavailable,
         }
     }
@@ -72,6 +82,12 @@ impl ServiceError for ResultsError {
             ResultsError::Catalog(c) => c.code(),
             ResultsError::Report(r) => r.code(),
         }
+    }
+}
+
+impl ServiceError for TokenRefused {
+    fn code(&self) -> ErrorCode {
+        ErrorCode::Unauthenticated
     }
 }
 
@@ -122,6 +138,17 @@ mod tests {
         assert_eq!(
             sql.code().http(),
             axum::http::StatusCode::SERVICE_UNAVAILABLE
+        );
+        let token = TokenRefused::Invalid(blocklab_daemon::security::TokenKind::Api);
+        assert_eq!(status(&token).code(), tonic::Code::Unauthenticated);
+        assert_eq!(token.code().http(), axum::http::StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            ErrorCode::PermissionDenied.grpc(),
+            tonic::Code::PermissionDenied
+        );
+        assert_eq!(
+            ErrorCode::PermissionDenied.http(),
+            axum::http::StatusCode::FORBIDDEN
         );
     }
 }

@@ -4,17 +4,19 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use blocklab_daemon::security::{self, Secret, ServerTls, TokenCheck, TokenKind};
+use blocklab_daemon::security::{self, ApiToken, Secret, ServerTls, TokenCheck};
 use blocklab_proto::v1::control_server::ControlServer;
 use blocklab_proto::v1::fleet_server::FleetServer;
 use tokio::net::TcpListener;
-use tonic::service::interceptor::InterceptedService;
 
+pub mod access;
 pub mod catalog;
 pub mod control;
 pub mod dashboard;
 pub mod error;
 pub mod fleet;
+pub mod fuzzing;
+pub mod hosts;
 pub mod listen;
 pub mod load;
 pub mod metrics;
@@ -36,8 +38,9 @@ pub struct CoordinatorConfig {
     pub tls: Option<ServerTls>,
     /// Agents and workers must present this token on `Fleet` (`--fleet-token-file`).
     pub fleet_token: Option<Secret>,
-    /// The CLI must present one of these on `Control` (`--api-token-file`); empty = open.
-    pub api_tokens: Vec<Secret>,
+    /// The CLI must present one of these on `Control` (`--api-token-file`), with the scope
+    /// the RPC needs (`access.rs`); empty = open.
+    pub api_tokens: Vec<ApiToken>,
     /// Serve the read-only web dashboard and `/metrics` here (`--dashboard-listen`); off if
     /// unset.
     pub dashboard: Option<std::net::SocketAddr>,
@@ -144,8 +147,11 @@ pub async fn serve(
                 config.catalog_path.display().to_string(),
                 &config.api_tokens,
             );
+            let tls = config.tls.clone();
             Some(tokio::spawn(async move {
-                if let Err(e) = dashboard::serve(board, listener, std::future::pending()).await {
+                let served =
+                    dashboard::serve(board, listener, tls.as_ref(), std::future::pending()).await;
+                if let Err(e) = served {
                     tracing::error!(error = %e, "dashboard stopped");
                 }
             }))
@@ -158,16 +164,25 @@ pub async fn serve(
     };
     let closing_registry = registry.clone();
     let (stopping_tx, mut stopping_rx) = tokio::sync::watch::channel(false);
-    let fleet = fleet::FleetService { registry, catalog };
-    let control = InterceptedService::new(
-        ControlServer::new(control).max_decoding_message_size(security::CONTROL_MAX_MESSAGE_BYTES),
-        TokenCheck::new(TokenKind::Api, &config.api_tokens),
-    );
     let fleet_tokens: Vec<Secret> = config.fleet_token.iter().cloned().collect();
-    let fleet = InterceptedService::new(
-        FleetServer::new(fleet).max_decoding_message_size(security::FLEET_MAX_MESSAGE_BYTES),
-        TokenCheck::new(TokenKind::Fleet, &fleet_tokens),
+    let enforcer = tokio::spawn(fleet::enforce_credentials(
+        registry.clone(),
+        catalog.clone(),
+        config.heartbeat_interval,
+    ));
+    let fleet = fleet::FleetService {
+        registry,
+        catalog,
+        shared: TokenCheck::fleet(&fleet_tokens),
+    };
+    let control = access::ScopeGate::new(
+        ControlServer::new(control).max_decoding_message_size(security::CONTROL_MAX_MESSAGE_BYTES),
+        TokenCheck::api(&config.api_tokens),
     );
+    // Fleet's credentials are checked by the Attach handler before it reads the hello
+    // (`fleet/identity.rs`): enrolled credentials live in the catalog.
+    let fleet =
+        FleetServer::new(fleet).max_decoding_message_size(security::FLEET_MAX_MESSAGE_BYTES);
     let result = server
         .add_service(control)
         .add_service(fleet)
@@ -193,6 +208,7 @@ pub async fn serve(
     };
     reaper.abort();
     flusher.abort();
+    enforcer.abort();
     if let Some(d) = dashboard {
         d.abort();
     }

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 pub struct Protection {
     /// `--tls-cert` and `--tls-key`.
     pub tls: bool,
-    /// `--fleet-token-file` (or `BLOCKLAB_FLEET_TOKEN`).
+    /// `--fleet-token-file` (or `BLOCKLAB_FLEET_TOKEN`), or hosts enrolled in the catalog.
     pub fleet_token: bool,
     /// `--api-token-file`.
     pub api_tokens: bool,

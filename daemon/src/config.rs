@@ -161,7 +161,15 @@ pub fn parse_with_config<P: clap::Parser>(
     };
     let extra = file_args(&target_cmd, &target_m, &path)?;
     let mut argv = argv;
-    argv.extend(extra);
+    match subcommand {
+        // Top-level flags go right after the binary's name, before any subcommand
+        // (`blocklab-coordinator --config FILE hosts list`).
+        None => {
+            let at = argv.len().min(1);
+            argv.splice(at..at, extra);
+        }
+        Some(_) => argv.extend(extra),
+    }
     P::try_parse_from(&argv).map_err(|e| ConfigError::Invalid {
         path,
         message: e.render().to_string().trim_end().to_string(),

@@ -4,6 +4,7 @@
 mod baselines;
 mod error;
 mod files;
+pub mod fuzzing;
 mod kind;
 mod limits;
 mod memory;
@@ -32,7 +33,7 @@ pub use reserved::RESERVED_SETTINGS;
 pub use script::{
     DataInit, Files, PgbenchInit, PgbenchOptions, ScriptSource, UserFile, WeightedScript,
 };
-pub use state::{JobKind, JobState, RunState, Stage, WorkloadName};
+pub use state::{HostRole, JobKind, JobState, RunState, Stage, WorkloadName};
 pub use stored::JobPlan;
 pub use validate::validate_configure_flag;
 

@@ -79,6 +79,14 @@ impl JobState {
 }
 
 named_enum!(
+    /// What a host is to the coordinator: a database host (agent) or a client host (worker).
+    HostRole, "host role", {
+        Agent = "agent",
+        Worker = "worker",
+    }
+);
+
+named_enum!(
     /// What a job is: a benchmark (the matrix of page sizes) or an I/O probe.
     JobKind, "job kind", {
         Benchmark = "benchmark",

@@ -119,6 +119,18 @@ impl Topology {
         ]);
     }
 
+    /// Runs `binary args` inside namespace `role` to completion and returns its output,
+    /// whatever its exit status.
+    pub fn exec(&self, role: &str, binary: &Path, args: &[&str]) -> std::process::Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.ns(role)])
+            .arg(binary)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run in namespace")
+    }
+
     /// Runs the CLI inside the coordinator's namespace and returns stdout.
     pub fn cli(&self, binary: &Path, args: &[&str]) -> String {
         let out = Command::new("ip")

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use blocklab_coordinator::listen::{ListenDecision, Protection, decide_listen};
-use blocklab_daemon::security::{FLEET_TOKEN_ENV, ServerTls, read_token_list, resolve_token};
+use blocklab_daemon::security::{FLEET_TOKEN_ENV, ServerTls, read_api_tokens, resolve_token};
+use blocklab_spec::HostRole;
 use clap::Parser;
 
 #[derive(Parser, Debug)]
@@ -42,7 +43,9 @@ struct Args {
     /// BLOCKLAB_FLEET_TOKEN variable, if set).
     #[arg(long, env = "BLOCKLAB_FLEET_TOKEN_FILE")]
     fleet_token_file: Option<PathBuf>,
-    /// File of API tokens for the CLI, one per line (blank lines and # comments ignored).
+    /// File of API tokens for the CLI, one per line: `read TOKEN`, `submit TOKEN` or
+    /// `admin TOKEN` (a line with only a token is a submit token; blank lines and # comments
+    /// are ignored).
     #[arg(long, env = "BLOCKLAB_API_TOKEN_FILE")]
     api_token_file: Option<PathBuf>,
     /// Serve off loopback even without TLS and tokens (anyone who can reach the port can
@@ -50,7 +53,8 @@ struct Args {
     #[arg(long, env = "BLOCKLAB_INSECURE")]
     insecure: bool,
     /// Serve the read-only web dashboard and /metrics on this address (e.g. 127.0.0.1:7401);
-    /// off unless set. Off loopback it needs --api-token-file (or --insecure).
+    /// off unless set. HTTPS with --tls-cert; off loopback it needs --tls-cert and
+    /// --api-token-file (or --insecure).
     #[arg(long, env = "BLOCKLAB_DASHBOARD_LISTEN")]
     dashboard_listen: Option<std::net::SocketAddr>,
     /// TOML configuration file: keys are the long flags in snake_case (see
@@ -60,6 +64,84 @@ struct Args {
     /// Print a commented configuration file with every default, and exit.
     #[arg(long)]
     print_default_config: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// Per-host credentials in the catalog (--catalog): each host attaches only with its own
+    /// token, as the host id and role it was enrolled for.
+    #[command(subcommand)]
+    Hosts(HostsCommand),
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum HostsCommand {
+    /// Enroll a host: prints its new token once on stdout (only its sha256 is stored); put
+    /// it in the host's --token-file. Once a host is enrolled the shared fleet token no longer
+    /// attaches hosts.
+    Add {
+        /// The host's --host-id.
+        host_id: String,
+        /// What the host runs: agent (database host) or worker (client host).
+        #[arg(long, value_parser = parse_role)]
+        role: HostRole,
+    },
+    /// List enrolled hosts: id, role, when enrolled, and whether revoked.
+    List,
+    /// Revoke a host's credential: the coordinator refuses its next hello and ends its live
+    /// session within one heartbeat interval.
+    Revoke {
+        /// The host's id.
+        host_id: String,
+    },
+}
+
+fn parse_role(s: &str) -> Result<HostRole, String> {
+    s.parse()
+        .map_err(|e: blocklab_spec::state::UnknownName| e.to_string())
+}
+
+/// `blocklab-coordinator hosts ...`: enrollment on the catalog file.
+async fn hosts(catalog_path: &std::path::Path, command: HostsCommand) -> anyhow::Result<()> {
+    use blocklab_coordinator::hosts;
+    let catalog = blocklab_coordinator::catalog::Catalog::open(catalog_path)
+        .await
+        .with_context(|| format!("--catalog {}", catalog_path.display()))?;
+    match command {
+        HostsCommand::Add { host_id, role } => {
+            let token = hosts::add(&catalog, &host_id, role).await?;
+            eprintln!(
+                "enrolled {host_id} as {role}; its token follows, shown only this once (the \
+                 catalog keeps its sha256). Put it in the host's --token-file (chmod 600)."
+            );
+            println!("{}", token.expose());
+        }
+        HostsCommand::List => {
+            println!("{:<32} {:<7} {:<26} state", "host", "role", "enrolled");
+            for c in hosts::list(&catalog).await? {
+                let state = match &c.revoked_at {
+                    Some(at) => format!("revoked {at}"),
+                    None => "valid".to_string(),
+                };
+                println!(
+                    "{:<32} {:<7} {:<26} {state}",
+                    c.host_id,
+                    c.role.as_str(),
+                    c.enrolled_at
+                );
+            }
+        }
+        HostsCommand::Revoke { host_id } => {
+            hosts::revoke(&catalog, &host_id).await?;
+            eprintln!(
+                "revoked {host_id}: a running coordinator ends its session within one heartbeat \
+                 interval and refuses its next hello"
+            );
+        }
+    }
+    Ok(())
 }
 
 #[tokio::main]
@@ -71,6 +153,9 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let args: Args = blocklab_daemon::config::parse_or_exit(None);
+    if let Some(Command::Hosts(command)) = args.command {
+        return hosts(&args.catalog, command).await;
+    }
     if args.heartbeat_timeout <= args.heartbeat_interval {
         anyhow::bail!("--heartbeat-timeout must be longer than --heartbeat-interval");
     }
@@ -84,12 +169,16 @@ async fn main() -> anyhow::Result<()> {
         FLEET_TOKEN_ENV,
     )?;
     let api_tokens = match &args.api_token_file {
-        Some(path) => read_token_list("--api-token-file", path)?,
+        Some(path) => read_api_tokens("--api-token-file", path)?,
         None => Vec::new(),
     };
+    // Enrolled hosts protect Fleet as the shared token does (read without touching the file).
+    let enrolled = blocklab_coordinator::catalog::credentials::any_enrolled(&args.catalog)
+        .await
+        .with_context(|| format!("--catalog {}", args.catalog.display()))?;
     let protection = Protection {
         tls: tls.is_some(),
-        fleet_token: fleet_token.is_some(),
+        fleet_token: fleet_token.is_some() || enrolled,
         api_tokens: !api_tokens.is_empty(),
     };
     // Decide before binding, for every address the name resolves to.
@@ -111,15 +200,25 @@ async fn main() -> anyhow::Result<()> {
     }
     if let Some(addr) = args.dashboard_listen
         && !addr.ip().is_loopback()
-        && api_tokens.is_empty()
     {
-        if !args.insecure {
-            anyhow::bail!(
-                "--dashboard-listen {addr}: off loopback the dashboard needs --api-token-file \
-                 (or --insecure to serve it to anyone who can reach the port)"
-            );
+        let mut missing = Vec::new();
+        if tls.is_none() {
+            missing.push("--tls-cert/--tls-key");
         }
-        tracing::warn!(%addr, "--insecure: dashboard served off loopback without a token");
+        if api_tokens.is_empty() {
+            missing.push("--api-token-file");
+        }
+        if !missing.is_empty() {
+            if !args.insecure {
+                anyhow::bail!(
+                    "--dashboard-listen {addr}: off loopback the dashboard needs {} (its sign-in \
+                     cookie is Secure and its tokens must not cross the network in clear), or \
+                     --insecure to serve it anyway",
+                    missing.join(" and ")
+                );
+            }
+            tracing::warn!(%addr, missing = %missing.join(", "), "--insecure: dashboard served off loopback without full protection");
+        }
     }
     let listener = tokio::net::TcpListener::bind(addrs.as_slice())
         .await
@@ -145,5 +244,29 @@ mod tests {
     fn default_config_parses_back_to_the_defaults() {
         blocklab_daemon::config::check_default_config::<Args>(&["blocklab-coordinator"], None)
             .expect("config round trip");
+    }
+
+    #[test]
+    fn the_config_file_applies_to_the_hosts_commands() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("coordinator.toml");
+        std::fs::write(&file, "catalog = \"/srv/lab/catalog.db\"\n").expect("write");
+        let argv = [
+            "blocklab-coordinator",
+            "--config",
+            file.to_str().expect("path"),
+        ]
+        .iter()
+        .chain(&["hosts", "add", "db1", "--role", "agent"])
+        .map(std::ffi::OsString::from)
+        .collect();
+        let args: Args = blocklab_daemon::config::parse_with_config(argv, None).expect("parse");
+        assert_eq!(args.catalog, PathBuf::from("/srv/lab/catalog.db"));
+        match args.command {
+            Some(Command::Hosts(HostsCommand::Add { host_id, role })) => {
+                assert_eq!((host_id.as_str(), role), ("db1", HostRole::Agent));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -12,6 +12,14 @@ pub enum CatalogError {
     JobNotFound(String),
     #[error("catalog holds a value this coordinator does not know: {0}")]
     Corrupt(UnknownName),
+    #[error(
+        "host {0} is already enrolled (revoke it first: blocklab-coordinator hosts revoke {0})"
+    )]
+    HostEnrolled(String),
+    #[error("host {0} is not enrolled (blocklab-coordinator hosts list shows the enrolled hosts)")]
+    HostNotEnrolled(String),
+    #[error("host {0} is already revoked")]
+    HostRevoked(String),
     #[error("job {job_id}: its stored plan cannot be read: {message}")]
     Plan { job_id: String, message: String },
 }

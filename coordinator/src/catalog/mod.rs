@@ -15,6 +15,7 @@ use blocklab_spec::JobState;
 pub use error::CatalogError;
 pub use rows::*;
 
+pub mod credentials;
 mod error;
 pub mod export;
 mod jobs;

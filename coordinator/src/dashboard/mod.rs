@@ -2,26 +2,27 @@
 //! results with its charts and verdicts, and `/metrics`. Pages are rendered on the server
 //! from the catalog with [`crate::results`], so they agree with the CLI and `blocklab report`.
 //!
-//! When the coordinator has API tokens, every path needs one: `Authorization: Bearer`, a
-//! `?token=` query parameter (which also sets a `blocklab_token` cookie, for browsers), or
-//! that cookie.
+//! When the coordinator has API tokens, a browser signs in at `/login` with a read token and
+//! gets a session cookie (`auth.rs`); a token in a URL is refused. With the coordinator's
+//! certificate (`--tls-cert`) the dashboard serves HTTPS (`tls.rs`).
 
 use std::future::Future;
 use std::sync::Arc;
 
-use axum::extract::{Path, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::Next;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
-use blocklab_daemon::security::{Secret, TokenCheck, TokenKind};
+use blocklab_daemon::security::{ApiToken, ServerTls, TokenCheck};
 use tokio::net::TcpListener;
 
 use crate::catalog::Catalog;
 use crate::error::{ErrorCode, ServiceError};
 use crate::fleet::Registry;
 
+pub mod auth;
 mod pages;
+pub mod tls;
 
 /// What the dashboard reads.
 #[derive(Clone)]
@@ -29,7 +30,7 @@ pub struct Dashboard {
     pub catalog: Catalog,
     pub registry: Arc<Registry>,
     pub catalog_path: String,
-    tokens: TokenCheck,
+    gate: Arc<auth::Gate>,
 }
 
 impl Dashboard {
@@ -37,123 +38,70 @@ impl Dashboard {
         catalog: Catalog,
         registry: Arc<Registry>,
         catalog_path: String,
-        api_tokens: &[Secret],
+        api_tokens: &[ApiToken],
     ) -> Self {
         Self {
             catalog,
             registry,
             catalog_path,
-            tokens: TokenCheck::new(TokenKind::Api, api_tokens),
+            gate: auth::Gate::new(TokenCheck::api(api_tokens), auth::SESSION_TTL),
         }
     }
 
-    /// The routes, behind the token check.
+    /// The same dashboard with sessions that last `ttl` after sign-in.
+    pub fn with_session_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.gate = auth::Gate::new(self.gate.tokens().clone(), ttl);
+        self
+    }
+
+    /// The routes, behind the sign-in check.
     pub fn router(self) -> axum::Router {
+        let gate = self.gate.clone();
         let state = Arc::new(self);
         axum::Router::new()
             .route("/", get(index))
             .route("/jobs/{job_id}", get(job))
             .route("/metrics", get(metrics))
-            .layer(axum::middleware::from_fn_with_state(state.clone(), auth))
             .with_state(state)
+            .merge(auth::routes(gate.clone()))
+            .layer(axum::middleware::from_fn_with_state(gate, auth::middleware))
     }
 }
 
-/// Serves the dashboard on `listener` until `shutdown` resolves.
+#[derive(Debug, thiserror::Error)]
+pub enum DashboardError {
+    #[error("--dashboard-listen: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("--dashboard-listen with TLS: {0}")]
+    Tls(#[from] blocklab_daemon::security::SecurityError),
+}
+
+/// Serves the dashboard on `listener` until `shutdown` resolves: HTTPS with `tls`, else
+/// plain HTTP.
 pub async fn serve(
     dashboard: Dashboard,
     listener: TcpListener,
+    tls: Option<&ServerTls>,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    tracing::info!(addr = ?listener.local_addr().ok(), "dashboard listening");
-    axum::serve(listener, dashboard.router())
-        .with_graceful_shutdown(shutdown)
-        .await
-}
-
-const COOKIE: &str = "blocklab_token";
-
-fn query_token(query: &str) -> Option<String> {
-    query.split('&').find_map(|kv| {
-        let (k, v) = kv.split_once('=')?;
-        (k == "token").then(|| percent_decode(v))
-    })
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' if i + 2 < b.len() => {
-                let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok();
-                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                    Some(v) => {
-                        out.push(v);
-                        i += 3;
-                        continue;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            b'+' => out.push(b' '),
-            c => out.push(c),
+) -> Result<(), DashboardError> {
+    let addr = listener.local_addr().ok();
+    let router = dashboard.router();
+    match tls {
+        Some(tls) => {
+            let listener = tls::TlsListener::new(listener, tls.rustls_config()?)?;
+            tracing::info!(addr = ?addr, tls = true, "dashboard listening");
+            axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown)
+                .await?;
         }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn cookie_token(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|kv| {
-            let (k, v) = kv.trim().split_once('=')?;
-            (k == COOKIE).then(|| v.to_string())
-        })
-}
-
-async fn auth(State(d): State<Arc<Dashboard>>, request: Request, next: Next) -> Response {
-    if d.tokens.is_open() {
-        return next.run(request).await;
-    }
-    let from_query = request.uri().query().and_then(query_token);
-    let presented = match (&from_query, request.headers().get(header::AUTHORIZATION)) {
-        (Some(t), _) => Some(format!("Bearer {t}").into_bytes()),
-        (None, Some(h)) => Some(h.as_bytes().to_vec()),
-        (None, None) => cookie_token(request.headers()).map(|t| format!("Bearer {t}").into_bytes()),
-    };
-    if let Err(status) = d.tokens.check(presented.as_deref()) {
-        tracing::warn!("dashboard request refused: {}", status.message());
-        let text = format!(
-            "401 unauthorized: {}\nBrowsers: open this page once with ?token=<API token>.\n",
-            status.message()
-        );
-        return (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer")],
-            text,
-        )
-            .into_response();
-    }
-    let mut response = next.run(request).await;
-    if let Some(t) = from_query {
-        // Only token characters reach the cookie (a token is printable, without ; or spaces).
-        if t.bytes()
-            .all(|c| c.is_ascii_graphic() && c != b';' && c != b',')
-        {
-            let cookie =
-                format!("{COOKIE}={t}; Path=/; Max-Age=2592000; HttpOnly; SameSite=Strict");
-            if let Ok(v) = HeaderValue::from_str(&cookie) {
-                response.headers_mut().insert(header::SET_COOKIE, v);
-            }
+        None => {
+            tracing::info!(addr = ?addr, tls = false, "dashboard listening");
+            axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown)
+                .await?;
         }
     }
-    response
+    Ok(())
 }
 
 fn error_page(status: StatusCode, message: &str) -> Response {
@@ -205,23 +153,5 @@ async fn metrics(State(d): State<Arc<Dashboard>>) -> Response {
         )
             .into_response(),
         Err(e) => service_error(&e),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tokens_from_query_and_cookie() {
-        assert_eq!(query_token("a=1&token=ab%2Fc+d").as_deref(), Some("ab/c d"));
-        assert_eq!(query_token("tokenx=1"), None);
-        assert_eq!(percent_decode("%zz%4"), "%zz%4");
-        let mut h = HeaderMap::new();
-        h.insert(
-            header::COOKIE,
-            HeaderValue::from_static("x=1; blocklab_token=s3cret"),
-        );
-        assert_eq!(cookie_token(&h).as_deref(), Some("s3cret"));
     }
 }

@@ -13,7 +13,7 @@ use blocklab_report::plot::esc;
 
 const NAV_STYLE: &str = "nav{margin:-1em 0 1em;padding:0.5em 0;border-bottom:1px solid #ddd}\
 nav a{margin-right:1.2em}.up{color:#1a7f37;font-weight:bold}.down{color:#b42318;font-weight:bold}\
-a.job{font-weight:bold}details summary{cursor:pointer}";
+a.job{font-weight:bold}details summary{cursor:pointer}form.logout{display:inline;float:right}";
 
 fn head(out: &mut String, title: &str, refresh: bool) {
     let _ = write!(
@@ -31,7 +31,27 @@ fn head(out: &mut String, title: &str, refresh: bool) {
 }
 
 const NAV: &str = "<nav><a href=\"/\">blocklab</a><a href=\"/#hosts\">hosts</a><a href=\"/#jobs\">jobs</a>\
-     <a href=\"/metrics\">metrics</a></nav>\n";
+     <a href=\"/metrics\">metrics</a><form class=\"logout\" method=\"post\" action=\"/logout\">\
+     <button type=\"submit\">sign out</button></form></nav>\n";
+
+/// `/login`: the sign-in form (a read token, sent with POST, never in the URL), with why the
+/// last attempt was refused.
+pub fn login(message: Option<&str>) -> String {
+    let mut out = String::new();
+    head(&mut out, "blocklab dashboard: sign in", false);
+    out.push_str("<h1>Sign in</h1>");
+    if let Some(m) = message {
+        let _ = write!(out, "<p class=\"error\">{}</p>", esc(m));
+    }
+    out.push_str(
+        "<form method=\"post\" action=\"/login\"><label>read token \
+         <input type=\"password\" name=\"token\" autocomplete=\"off\" required></label> \
+         <button type=\"submit\">sign in</button></form>\
+         <p class=\"note\">A token with scope <code>read</code> from the coordinator's \
+         <code>--api-token-file</code>.</p></body></html>",
+    );
+    out
+}
 
 /// `/`: hosts (up/down, facts) and jobs (state, runs), newest job first as the catalog lists.
 pub fn index(hosts: &[HostRecord], up: &[bool], jobs: &[JobRecord], catalog_path: &str) -> String {

@@ -1,7 +1,7 @@
 //! The web dashboard in a real browser: headless Chromium loads the index and a finished
-//! job's page from a dashboard serving a fixture catalog, behind an API token; the job's
-//! page is also saved as a PNG test artifact ($BLOCKLAB_TEST_ARTIFACTS or
-//! target/test-artifacts/dashboard.png).
+//! job's page from a dashboard serving a fixture catalog; the job's page is also saved as a
+//! PNG test artifact ($BLOCKLAB_TEST_ARTIFACTS or target/test-artifacts/dashboard.png). And
+//! the sign-in: read tokens only, through the form, a session cookie, never a token in a URL.
 
 use super::fixture;
 
@@ -11,13 +11,12 @@ use std::time::Duration;
 
 use blocklab_coordinator::dashboard::{self, Dashboard};
 use blocklab_coordinator::fleet::{Liveness, Registry};
-use blocklab_daemon::metrics::http_get;
-use blocklab_daemon::security::Secret;
+use blocklab_daemon::security::{ApiToken, Scope, Secret};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const TOKEN: &str = "dashboard-test-token-0123456789";
 
-async fn start(f: &fixture::Fixture, tokens: &[Secret]) -> SocketAddr {
+async fn start(f: &fixture::Fixture, tokens: &[ApiToken]) -> SocketAddr {
     let registry = Registry::new(Liveness {
         heartbeat_interval: Duration::from_secs(2),
         heartbeat_timeout: Duration::from_secs(10),
@@ -32,7 +31,12 @@ async fn start(f: &fixture::Fixture, tokens: &[Secret]) -> SocketAddr {
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    tokio::spawn(dashboard::serve(board, listener, std::future::pending()));
+    tokio::spawn(dashboard::serve(
+        board,
+        listener,
+        None,
+        std::future::pending(),
+    ));
     addr
 }
 
@@ -83,16 +87,10 @@ async fn chromium(profile: &Path, extra: &[&str], url: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chromium_shows_finished_job_with_chart() {
     let f = fixture::build().await;
-    let secret = Secret::new(TOKEN, "test").expect("token");
-    let addr = start(&f, &[secret]).await;
+    let addr = start(&f, &[]).await;
     let profile = tempfile::tempdir().expect("profile");
 
-    let index = chromium(
-        profile.path(),
-        &["--dump-dom"],
-        &format!("http://{addr}/?token={TOKEN}"),
-    )
-    .await;
+    let index = chromium(profile.path(), &["--dump-dom"], &format!("http://{addr}/")).await;
     assert!(index.contains("blocklab dashboard"), "{index}");
     assert!(
         index.contains(&format!("data-job=\"{}\" data-state=\"done\"", f.job_a)),
@@ -101,7 +99,6 @@ async fn chromium_shows_finished_job_with_chart() {
     assert!(index.contains("page-sizes-a") && index.contains("Test CPU 9000"));
     assert!(index.contains("data-host=\"db1\"") && index.contains(">down<"));
 
-    // The token cookie set by ?token= carries the browser to the job's page.
     let url = format!("http://{addr}/jobs/{}", f.job_a);
     let page = chromium(profile.path(), &["--dump-dom"], &url).await;
     assert!(page.contains("<svg"), "the job page has its chart:\n{page}");
@@ -128,7 +125,7 @@ async fn chromium_shows_finished_job_with_chart() {
             "--window-size=1280,900",
             "--hide-scrollbars",
         ],
-        &format!("{url}?token={TOKEN}"),
+        &url,
     )
     .await;
     let bytes = std::fs::read(&png).expect("screenshot written");
@@ -140,25 +137,158 @@ async fn chromium_shows_finished_job_with_chart() {
     eprintln!("dashboard screenshot: {}", png.display());
 }
 
-#[tokio::test]
-async fn token_is_required_and_metrics_are_served() {
-    let f = fixture::build().await;
-    let secret = Secret::new(TOKEN, "test").expect("token");
-    let addr = start(&f, &[secret]).await;
-    for path in ["/", "/metrics", &format!("/jobs/{}", f.job_a)] {
-        let (head, body) = http_get(addr, path, &[]).await.expect("get");
-        assert!(head.contains(" 401"), "{path}: {head}");
-        assert!(body.contains("?token="), "{body}");
+/// One HTTP/1.0 request; returns the head and the body.
+async fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let mut req = format!("{method} {path} HTTP/1.0\r\nHost: {addr}\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
     }
-    let (head, _) = http_get(addr, "/", &[("Authorization", "Bearer wrong")])
-        .await
-        .expect("get");
-    assert!(head.contains(" 401"), "{head}");
+    if !body.is_empty() {
+        req.push_str(&format!(
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).await.expect("write");
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).await.expect("read");
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text.as_str(), ""));
+    (head.to_string(), body.to_string())
+}
+
+/// The `blocklab_session=...` pair of a response's Set-Cookie, and the whole header line.
+fn set_cookie(head: &str) -> (String, String) {
+    let line = head
+        .lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("set-cookie:"))
+        .unwrap_or_else(|| panic!("no Set-Cookie in {head}"))
+        .to_string();
+    let pair = line
+        .split_once(':')
+        .map(|(_, v)| v.trim())
+        .and_then(|v| v.split(';').next())
+        .expect("cookie")
+        .to_string();
+    (pair, line)
+}
+
+const SUBMIT_TOKEN: &str = "dashboard-submit-token-0123456789";
+
+fn tokens() -> Vec<ApiToken> {
+    vec![
+        ApiToken::new(Scope::Read, Secret::new(TOKEN, "test").expect("token")),
+        ApiToken::new(
+            Scope::Submit,
+            Secret::new(SUBMIT_TOKEN, "test").expect("token"),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn read_tokens_sign_in_through_the_form_never_the_url() {
+    let f = fixture::build().await;
+    let addr = start(&f, &tokens()).await;
+    let job_path = format!("/jobs/{}", f.job_a);
+    // Without a session every page answers 401 with the sign-in form.
+    for path in ["/", "/metrics", job_path.as_str()] {
+        let (head, body) = http(addr, "GET", path, &[], "").await;
+        assert!(head.starts_with("HTTP/1.0 401"), "{path}: {head}");
+        assert!(body.contains("action=\"/login\""), "{body}");
+        assert!(!body.contains("page-sizes-a"), "{path} leaks the catalog");
+    }
+    // A token in the URL is refused, even a good one, on every path.
+    for path in [
+        format!("/?token={TOKEN}"),
+        format!("/login?token={TOKEN}"),
+        format!("{job_path}?a=1&token={TOKEN}"),
+    ] {
+        let (head, body) = http(addr, "GET", &path, &[], "").await;
+        assert!(head.starts_with("HTTP/1.0 400"), "{path}: {head}");
+        assert!(
+            body.contains("a token in the URL is refused"),
+            "{path}: {body}"
+        );
+        assert!(!head.to_ascii_lowercase().contains("set-cookie"), "{head}");
+    }
+    // A submit token and a wrong token do not sign in.
+    let (head, body) = http(
+        addr,
+        "POST",
+        "/login",
+        &[],
+        &format!("token={SUBMIT_TOKEN}"),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.0 403"), "{head}");
+    assert!(
+        body.contains("the dashboard takes read tokens only; this token&#39;s scope is submit")
+            || body.contains("the dashboard takes read tokens only; this token's scope is submit"),
+        "{body}"
+    );
+    let (head, _) = http(addr, "POST", "/login", &[], "token=wrong-token-0123456789").await;
+    assert!(head.starts_with("HTTP/1.0 401"), "{head}");
+    assert!(!head.to_ascii_lowercase().contains("set-cookie"), "{head}");
+
+    // A read token signs in: a session cookie, not the token.
+    let (head, _) = http(addr, "POST", "/login", &[], &format!("token={TOKEN}")).await;
+    assert!(head.starts_with("HTTP/1.0 303"), "{head}");
+    assert!(head.contains("location: /"), "{head}");
+    let (pair, line) = set_cookie(&head);
+    for attribute in [
+        "HttpOnly",
+        "Secure",
+        "SameSite=Strict",
+        "Path=/",
+        "Max-Age=28800",
+    ] {
+        assert!(
+            line.split(';').any(|a| a.trim() == attribute),
+            "{attribute} missing: {line}"
+        );
+    }
+    let id = pair
+        .strip_prefix("blocklab_session=")
+        .expect("session cookie");
+    assert_eq!(id.len(), 64, "{id}");
+    assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert!(!line.contains(TOKEN), "the cookie holds the token");
+    let (head, body) = http(addr, "GET", "/", &[("Cookie", &pair)], "").await;
+    assert!(head.starts_with("HTTP/1.0 200"), "{head}");
+    assert!(body.contains("page-sizes-b"), "{body}");
+    let (head, body) = http(addr, "GET", &job_path, &[("Cookie", &pair)], "").await;
+    assert!(
+        head.starts_with("HTTP/1.0 200") && body.contains("<svg"),
+        "{head}"
+    );
+    let (head, _) = http(
+        addr,
+        "GET",
+        "/jobs/00000000-0000-0000-0000-000000000000",
+        &[("Cookie", &pair)],
+        "",
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.0 404"), "{head}");
+    // The old token cookie means nothing.
+    let old = format!("blocklab_token={TOKEN}");
+    let (head, _) = http(addr, "GET", "/", &[("Cookie", &old)], "").await;
+    assert!(head.starts_with("HTTP/1.0 401"), "{head}");
+
+    // Scrapers: /metrics takes a read token in Authorization (only there, only read).
     let bearer = format!("Bearer {TOKEN}");
-    let (head, body) = http_get(addr, "/metrics", &[("Authorization", &bearer)])
-        .await
-        .expect("get");
-    assert!(head.contains(" 200"), "{head}");
+    let (head, body) = http(addr, "GET", "/metrics", &[("Authorization", &bearer)], "").await;
+    assert!(head.starts_with("HTTP/1.0 200"), "{head}");
     for want in [
         "# TYPE blocklab_jobs gauge",
         "blocklab_jobs{state=\"done\"} 2",
@@ -169,28 +299,66 @@ async fn token_is_required_and_metrics_are_served() {
     ] {
         assert!(body.contains(want), "metrics lack {want:?}:\n{body}");
     }
-    let cookie = format!("blocklab_token={TOKEN}");
-    let (head, body) = http_get(addr, "/", &[("Cookie", &cookie)])
-        .await
-        .expect("get");
+    let (head, _) = http(addr, "GET", "/", &[("Authorization", &bearer)], "").await;
     assert!(
-        head.contains(" 200") && body.contains("page-sizes-b"),
+        head.starts_with("HTTP/1.0 401"),
+        "pages need a session: {head}"
+    );
+    let submit = format!("Bearer {SUBMIT_TOKEN}");
+    let (head, _) = http(addr, "GET", "/metrics", &[("Authorization", &submit)], "").await;
+    assert!(head.starts_with("HTTP/1.0 403"), "{head}");
+
+    // Signing out ends the session.
+    let (head, _) = http(addr, "POST", "/logout", &[("Cookie", &pair)], "").await;
+    assert!(head.starts_with("HTTP/1.0 303"), "{head}");
+    assert!(set_cookie(&head).1.contains("Max-Age=0"), "{head}");
+    let (head, _) = http(addr, "GET", "/", &[("Cookie", &pair)], "").await;
+    assert!(head.starts_with("HTTP/1.0 401"), "{head}");
+
+    // Without API tokens the dashboard is open, and still refuses a token in the URL.
+    let open = start(&f, &[]).await;
+    let (head, body) = http(open, "GET", "/", &[], "").await;
+    assert!(
+        head.starts_with("HTTP/1.0 200") && body.contains("page-sizes-a"),
         "{head}"
     );
-    let (head, _) = http_get(
-        addr,
-        "/jobs/00000000-0000-0000-0000-000000000000",
-        &[("Authorization", &bearer)],
-    )
-    .await
-    .expect("get");
-    assert!(head.contains(" 404"), "{head}");
+    let (head, _) = http(open, "GET", "/?token=anything", &[], "").await;
+    assert!(head.starts_with("HTTP/1.0 400"), "{head}");
+}
 
-    // Without API tokens the dashboard is open.
-    let open = start(&f, &[]).await;
-    let (head, body) = http_get(open, "/", &[]).await.expect("get");
+#[tokio::test]
+async fn sessions_expire() {
+    let f = fixture::build().await;
+    let registry = Registry::new(Liveness {
+        heartbeat_interval: Duration::from_secs(2),
+        heartbeat_timeout: Duration::from_secs(10),
+    });
+    let board = Dashboard::new(
+        f.catalog.clone(),
+        registry,
+        f.path.display().to_string(),
+        &tokens(),
+    )
+    .with_session_ttl(Duration::from_millis(500));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(dashboard::serve(
+        board,
+        listener,
+        None,
+        std::future::pending(),
+    ));
+    let (head, _) = http(addr, "POST", "/login", &[], &format!("token={TOKEN}")).await;
+    let (pair, line) = set_cookie(&head);
+    assert!(line.contains("Max-Age=0;"), "{line}");
+    let (head, _) = http(addr, "GET", "/", &[("Cookie", &pair)], "").await;
+    assert!(head.starts_with("HTTP/1.0 200"), "{head}");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let (head, _) = http(addr, "GET", "/", &[("Cookie", &pair)], "").await;
     assert!(
-        head.contains(" 200") && body.contains("page-sizes-a"),
-        "{head}"
+        head.starts_with("HTTP/1.0 401"),
+        "an expired session passes: {head}"
     );
 }

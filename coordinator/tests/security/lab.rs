@@ -14,6 +14,8 @@ use rcgen::{
 pub const FLEET_TOKEN: &str = "fleet-join-token-0123456789abcdef";
 pub const API_TOKEN: &str = "api-token-0123456789abcdef";
 pub const API_TOKEN_2: &str = "second-api-token-fedcba9876543210";
+pub const READ_TOKEN: &str = "read-api-token-0123456789abcdef";
+pub const ADMIN_TOKEN: &str = "admin-api-token-0123456789abcdef";
 
 pub struct Pki {
     pub ca_pem: String,
@@ -91,7 +93,9 @@ impl Lab {
         let api_file = dir.path().join("api-tokens");
         std::fs::write(
             &api_file,
-            format!("# CLI tokens\n{API_TOKEN}\n\n{API_TOKEN_2}\n"),
+            format!(
+                "# CLI tokens\n{API_TOKEN}\n\nsubmit {API_TOKEN_2}\nread {READ_TOKEN}\nadmin {ADMIN_TOKEN}\n"
+            ),
         )
         .expect("write tokens");
         let mut config =
@@ -99,10 +103,17 @@ impl Lab {
         config.tls = Some(ServerTls::from_files(&cert_path, &key_path).expect("server tls"));
         config.fleet_token = Some(secret(FLEET_TOKEN));
         config.api_tokens =
-            blocklab_daemon::security::read_token_list("--api-token-file", &api_file)
+            blocklab_daemon::security::read_api_tokens("--api-token-file", &api_file)
                 .expect("api tokens");
         let debug = format!("{config:?}");
-        for t in [FLEET_TOKEN, API_TOKEN, API_TOKEN_2, pki.key_pem.as_str()] {
+        for t in [
+            FLEET_TOKEN,
+            API_TOKEN,
+            API_TOKEN_2,
+            READ_TOKEN,
+            ADMIN_TOKEN,
+            pki.key_pem.as_str(),
+        ] {
             assert!(!debug.contains(t.trim()), "config Debug leaks a secret");
         }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

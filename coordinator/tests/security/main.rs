@@ -250,3 +250,6 @@ fn listen_decision() {
 }
 
 mod bad_input;
+mod dashboard;
+mod identity;
+mod scopes;

@@ -19,6 +19,13 @@ pub enum SecurityError {
         path: PathBuf,
         reason: String,
     },
+    #[error("{flag} {} line {line}: {reason}", path.display())]
+    Line {
+        flag: &'static str,
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
     #[error("{source_name}: {reason}")]
     Token {
         source_name: String,

@@ -3,18 +3,21 @@
 //! - Clients (CLI, agents, workers) build their channel with [`connect_channel`]: one connect
 //!   timeout, TLS verified against the CA given with `--ca-cert` when there is one.
 //! - Tokens travel as `authorization: Bearer <token>` metadata ([`Bearer`]) and are checked
-//!   on the coordinator by a [`TokenCheck`] interceptor per service, in constant time.
+//!   on the coordinator by a [`TokenCheck`] per service, in constant time; API tokens carry a
+//!   [`Scope`] (`scopes.rs`, the API token file).
 //! - A [`Secret`] never prints its value: `Debug` shows `<redacted>`.
 
+mod check;
 mod error;
+mod scopes;
 mod tls;
 mod tokens;
 
+pub use check::{TokenCheck, TokenRefused, bearer_token};
 pub use error::SecurityError;
+pub use scopes::{ApiToken, Scope, UnknownScope, parse_api_tokens, read_api_tokens};
 pub use tls::{ClientTls, ServerTls};
-pub use tokens::{
-    Bearer, Secret, TokenCheck, TokenKind, read_token_file, read_token_list, resolve_token,
-};
+pub use tokens::{Bearer, Secret, TokenKind, read_token_file, resolve_token};
 
 use std::time::Duration;
 
@@ -67,6 +70,28 @@ pub fn client_url(addr: &str, tls: bool) -> Result<String, SecurityError> {
         (false, false, true) => Ok(format!("https://{addr}")),
         (false, false, false) => Ok(crate::endpoint_url(addr)),
     }
+}
+
+/// Whether the coordinator address `addr` (`host:port` or a URL) names this machine: an IP in
+/// 127.0.0.0/8, `::1` (or `::ffff:127.x.y.z`), or `localhost`. Another name is not loopback,
+/// whatever it resolves to.
+pub fn is_loopback_target(addr: &str) -> bool {
+    let rest = addr
+        .strip_prefix("http://")
+        .or_else(|| addr.strip_prefix("https://"))
+        .unwrap_or(addr);
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => match authority.rsplit_once(':') {
+            Some((h, port)) if !h.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => h,
+            _ => authority,
+        },
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.to_canonical().is_loopback())
 }
 
 /// The endpoint every client uses: the URL, a connect timeout, and TLS when `tls` is set.

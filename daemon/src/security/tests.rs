@@ -28,36 +28,43 @@ fn secret_debug_is_redacted_and_shape_is_checked() {
     assert!(Secret::new(&"x".repeat(4097), "t").is_err());
 }
 
+fn api(scope: Scope, v: &str) -> ApiToken {
+    ApiToken::new(scope, secret(v))
+}
+
 #[test]
-fn token_check_accepts_only_listed_tokens() {
-    let check = TokenCheck::new(
-        TokenKind::Api,
-        &[secret(GOOD), secret("another-token-0123456789")],
+fn token_check_accepts_only_listed_tokens_with_their_scope() {
+    let check = TokenCheck::api(&[
+        api(Scope::Submit, GOOD),
+        api(Scope::Read, "another-token-0123456789"),
+        api(Scope::Admin, "admin-token-0123456789"),
+    ]);
+    assert_eq!(
+        check.check(Some(format!("Bearer {GOOD}").as_bytes())),
+        Ok(Scope::Submit)
     );
-    assert!(
-        check
-            .check(Some(format!("Bearer {GOOD}").as_bytes()))
-            .is_ok()
+    assert_eq!(
+        check.check(Some(b"bearer another-token-0123456789")),
+        Ok(Scope::Read)
     );
-    assert!(
-        check
-            .check(Some(b"Bearer another-token-0123456789"))
-            .is_ok()
+    assert_eq!(
+        check.check(Some(b"Bearer admin-token-0123456789")),
+        Ok(Scope::Admin)
     );
     let missing = check.check(None).expect_err("missing");
-    assert_eq!(missing.code(), tonic::Code::Unauthenticated);
+    assert_eq!(missing, TokenRefused::Missing(TokenKind::Api));
     assert!(
-        missing.message().contains("missing API token"),
-        "{}",
-        missing.message()
+        missing.to_string().contains("missing API token"),
+        "{missing}"
     );
     let wrong = check
         .check(Some(b"Bearer 0123456789abcdef-evil"))
         .expect_err("wrong");
-    assert!(wrong.message().contains("invalid API token"));
-    assert!(!wrong.message().contains("evil"));
+    assert_eq!(wrong, TokenRefused::Invalid(TokenKind::Api));
+    assert!(wrong.to_string().contains("invalid API token"));
+    assert!(!wrong.to_string().contains("evil"));
     let malformed = check.check(Some(GOOD.as_bytes())).expect_err("no scheme");
-    assert!(malformed.message().contains("malformed"));
+    assert!(malformed.to_string().contains("malformed"));
     // A prefix or extension of a good token is not good.
     assert!(
         check
@@ -65,7 +72,70 @@ fn token_check_accepts_only_listed_tokens() {
             .is_err()
     );
     assert!(check.check(Some(b"Bearer 0123456789abcdef-goo")).is_err());
-    assert!(TokenCheck::new(TokenKind::Fleet, &[]).check(None).is_ok());
+    assert_eq!(TokenCheck::fleet(&[]).check(None), Ok(Scope::Admin));
+}
+
+#[test]
+fn scopes_nest() {
+    use Scope::*;
+    for (have, needed, allowed) in [
+        (Read, Read, true),
+        (Read, Submit, false),
+        (Read, Admin, false),
+        (Submit, Read, true),
+        (Submit, Submit, true),
+        (Submit, Admin, false),
+        (Admin, Read, true),
+        (Admin, Submit, true),
+        (Admin, Admin, true),
+    ] {
+        assert_eq!(have.allows(needed), allowed, "{have} for {needed}");
+    }
+    assert_eq!("submit".parse::<Scope>(), Ok(Submit));
+    assert!("Read".parse::<Scope>().is_err());
+}
+
+#[test]
+fn api_token_file_lines() {
+    let path = std::path::Path::new("/etc/blocklab/api-tokens");
+    let text = format!(
+        "# lab tokens\nread   reader-token-0123456789\n\n{GOOD}\nadmin admin-token-0123456789\n"
+    );
+    let tokens = parse_api_tokens("--api-token-file", path, &text).expect("parse");
+    let scopes: Vec<Scope> = tokens.iter().map(|t| t.scope).collect();
+    assert_eq!(scopes, [Scope::Read, Scope::Submit, Scope::Admin]);
+    assert_eq!(tokens[0].secret.expose(), "reader-token-0123456789");
+    assert_eq!(tokens[1].secret.expose(), GOOD);
+    for (text, expected) in [
+        (
+            "read reader-token-0123456789\nwrite writer-token-0123456789\n".to_string(),
+            "--api-token-file /etc/blocklab/api-tokens line 2: unknown scope \"write\" (allowed: read, submit, admin)",
+        ),
+        (
+            "# c\nread a b\n".to_string(),
+            "--api-token-file /etc/blocklab/api-tokens line 2: expected `SCOPE TOKEN` or `TOKEN` (scopes: read, submit, admin)",
+        ),
+        (
+            "admin\n".to_string(),
+            "--api-token-file /etc/blocklab/api-tokens line 1: scope admin without a token",
+        ),
+        (
+            format!("read {GOOD}\nadmin {GOOD}\n"),
+            "--api-token-file /etc/blocklab/api-tokens line 2: the same token as line 1",
+        ),
+        (
+            "\n\nread abc\n".to_string(),
+            "--api-token-file /etc/blocklab/api-tokens line 3: a token must be 16 to 4096 characters long",
+        ),
+        (
+            "# nothing\n".to_string(),
+            "--api-token-file /etc/blocklab/api-tokens: holds no token",
+        ),
+    ] {
+        let e = parse_api_tokens("--api-token-file", path, &text).expect_err(&text);
+        assert_eq!(e.to_string(), expected);
+        assert!(!e.to_string().contains(GOOD), "the token is echoed: {e}");
+    }
 }
 
 #[test]
@@ -108,21 +178,11 @@ fn token_files() {
         "{e}"
     );
     assert_eq!(
-        read_token_list("--api-token-file", &two)
+        read_api_tokens("--api-token-file", &two)
             .expect("list")
             .len(),
         2
     );
-
-    let empty = dir.path().join("empty");
-    std::fs::write(&empty, "# nothing\n").expect("write");
-    assert!(read_token_list("--api-token-file", &empty).is_err());
-    let short = dir.path().join("short");
-    std::fs::write(&short, "abc\n").expect("write");
-    let e = read_token_list("--api-token-file", &short)
-        .expect_err("short")
-        .to_string();
-    assert!(e.contains("token 1") && !e.contains("abc\n"), "{e}");
     let e = read_token_file("--token-file", &dir.path().join("missing")).expect_err("missing");
     assert!(e.to_string().starts_with("--token-file "));
 }
@@ -172,4 +232,33 @@ fn pem_files_are_checked() {
     assert!(e.contains("--tls-cert"), "{e}");
     let tls = ServerTls::from_pem("cert", "-----BEGIN PRIVATE KEY-----secret");
     assert!(!format!("{tls:?}").contains("secret"));
+}
+
+#[test]
+fn loopback_targets() {
+    for addr in [
+        "127.0.0.1:7400",
+        "127.9.9.9:1",
+        "http://127.0.0.1:7400",
+        "localhost:7400",
+        "http://LOCALHOST:7400/",
+        "[::1]:7400",
+        "http://[::1]:7400",
+        "[::ffff:127.0.0.1]:7400",
+        "::1",
+    ] {
+        assert!(is_loopback_target(addr), "{addr}");
+    }
+    for addr in [
+        "10.0.0.1:7400",
+        "http://10.0.0.1:7400",
+        "lab1:7400",
+        "localhost.example.org:7400",
+        "127.0.0.1.example.org:7400",
+        "[2001:db8::1]:7400",
+        "0.0.0.0:7400",
+        "",
+    ] {
+        assert!(!is_loopback_target(addr), "{addr}");
+    }
 }

@@ -124,6 +124,42 @@ impl ServerTls {
         self
     }
 
+    /// A rustls server configuration (ring, TLS 1.2 and 1.3) for servers other than tonic's
+    /// (the dashboard).
+    pub fn rustls_config(&self) -> Result<Arc<tokio_rustls::rustls::ServerConfig>, SecurityError> {
+        use tokio_rustls::rustls;
+        use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+        use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let invalid = |flag, reason: String| SecurityError::Invalid {
+            flag,
+            path: self.origin.clone().into(),
+            reason,
+        };
+        let certs = CertificateDer::pem_slice_iter(&self.cert_pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| {
+                invalid(
+                    "--tls-cert",
+                    format!("cannot read the certificate chain: {e}"),
+                )
+            })?;
+        let key = PrivateKeyDer::from_pem_slice(&self.key_pem)
+            .map_err(|e| invalid("--tls-key", format!("cannot read the private key: {e}")))?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| invalid("--tls-cert", e.to_string()))?
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .map_err(|e| {
+                invalid(
+                    "--tls-cert",
+                    format!("certificate and key do not go together: {e}"),
+                )
+            })?;
+        Ok(Arc::new(config))
+    }
+
     /// The tonic server configuration.
     pub fn tonic_config(&self) -> ServerTlsConfig {
         ServerTlsConfig::new().identity(Identity::from_pem(

@@ -1,11 +1,10 @@
-//! Tokens: [`Secret`], token files, the client's [`Bearer`] and the server's [`TokenCheck`].
+//! Tokens: [`Secret`], token files and the client's [`Bearer`].
 
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
 use tonic::{Request, Status};
@@ -51,6 +50,11 @@ impl Secret {
     pub fn expose(&self) -> &str {
         &self.value
     }
+
+    /// The token's sha256, what a server keeps instead of the token.
+    pub fn digest(&self) -> [u8; 32] {
+        self.digest
+    }
 }
 
 impl fmt::Debug for Secret {
@@ -72,7 +76,7 @@ pub(super) fn warn_if_shared(flag: &'static str, path: &Path) {
     }
 }
 
-fn read_private(flag: &'static str, path: &Path) -> Result<String, SecurityError> {
+pub(super) fn read_private(flag: &'static str, path: &Path) -> Result<String, SecurityError> {
     let text = std::fs::read_to_string(path).map_err(|error| SecurityError::Read {
         flag,
         path: path.to_path_buf(),
@@ -102,23 +106,6 @@ pub fn read_token_file(flag: &'static str, path: &Path) -> Result<Secret, Securi
         return Err(invalid("must hold exactly one token"));
     }
     Secret::new(token, &format!("{flag} {}", path.display()))
-}
-
-/// Reads a file of tokens, one per line (blank lines and `#` comments ignored); at least one.
-pub fn read_token_list(flag: &'static str, path: &Path) -> Result<Vec<Secret>, SecurityError> {
-    let text = read_private(flag, path)?;
-    let tokens = token_lines(&text)
-        .enumerate()
-        .map(|(i, t)| Secret::new(t, &format!("{flag} {} token {}", path.display(), i + 1)))
-        .collect::<Result<Vec<_>, _>>()?;
-    if tokens.is_empty() {
-        return Err(SecurityError::Invalid {
-            flag,
-            path: path.to_path_buf(),
-            reason: "holds no token".into(),
-        });
-    }
-    Ok(tokens)
 }
 
 /// The token from `file` (flag `flag`) if given, else from the environment variable `env`
@@ -176,93 +163,18 @@ pub enum TokenKind {
 }
 
 impl TokenKind {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             TokenKind::Fleet => "fleet token",
             TokenKind::Api => "API token",
         }
     }
-    fn hint(self) -> &'static str {
+    pub(super) fn hint(self) -> &'static str {
         match self {
             TokenKind::Fleet => {
                 "start the agent or worker with --token-file FILE or BLOCKLAB_FLEET_TOKEN"
             }
             TokenKind::Api => "set BLOCKLAB_TOKEN or pass --token-file FILE to the CLI",
-        }
-    }
-}
-
-/// Server interceptor: with no tokens configured every request passes; otherwise a request
-/// must carry `authorization: Bearer <one of the tokens>`, compared in constant time.
-#[derive(Clone, Debug)]
-pub struct TokenCheck {
-    kind: TokenKind,
-    digests: Arc<[[u8; 32]]>,
-}
-
-impl TokenCheck {
-    pub fn new(kind: TokenKind, tokens: &[Secret]) -> Self {
-        Self {
-            kind,
-            digests: tokens.iter().map(|t| t.digest).collect(),
-        }
-    }
-
-    /// Whether this service accepts requests without a token.
-    pub fn is_open(&self) -> bool {
-        self.digests.is_empty()
-    }
-
-    /// Checks one `authorization` value (or its absence).
-    pub fn check(&self, authorization: Option<&[u8]>) -> Result<(), Status> {
-        if self.is_open() {
-            return Ok(());
-        }
-        let (name, hint) = (self.kind.name(), self.kind.hint());
-        let Some(value) = authorization else {
-            return Err(Status::unauthenticated(format!(
-                "missing {name}: this coordinator requires `authorization: Bearer <token>` ({hint})"
-            )));
-        };
-        let token = value
-            .strip_prefix(b"Bearer ")
-            .or_else(|| value.strip_prefix(b"bearer "))
-            .ok_or_else(|| {
-                Status::unauthenticated(format!(
-                    "malformed authorization metadata: expected `Bearer <{name}>` ({hint})"
-                ))
-            })?;
-        let digest: [u8; 32] = Sha256::digest(token).into();
-        let matched = self
-            .digests
-            .iter()
-            .fold(subtle::Choice::from(0), |acc, d| acc | d.ct_eq(&digest));
-        if bool::from(matched) {
-            Ok(())
-        } else {
-            Err(Status::unauthenticated(format!("invalid {name} ({hint})")))
-        }
-    }
-}
-
-impl Interceptor for TokenCheck {
-    fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
-        let checked = self.check(
-            request
-                .metadata()
-                .get("authorization")
-                .map(MetadataValue::as_bytes),
-        );
-        match checked {
-            Ok(()) => Ok(request),
-            Err(status) => {
-                tracing::warn!(
-                    peer = ?request.remote_addr(),
-                    reason = %status.message(),
-                    "request refused"
-                );
-                Err(status)
-            }
         }
     }
 }

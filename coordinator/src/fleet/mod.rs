@@ -1,5 +1,7 @@
 //! The coordinator side of `Fleet`: attached hosts, their heartbeats, and request/response
-//! calls over each host's stream (`HostSession::call`).
+//! calls over each host's stream (`HostSession::call`). Who a host is (its credential, bound
+//! to its host id and role) is decided in `identity.rs`, at hello and again for every live
+//! session each time the credentials are re-read (`Registry::enforce`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -19,8 +21,17 @@ use tonic::{Request, Response, Status, Streaming};
 use blocklab_daemon::metrics::Counter;
 use blocklab_spec::Stage;
 
+use blocklab_daemon::security::TokenCheck;
+use blocklab_spec::HostRole;
+
+use crate::catalog::credentials::CredentialRecord;
 use crate::catalog::{Catalog, HostRecord};
-use crate::load::{LoadResult, Metric, Sample, Statement, TxnType};
+use crate::error::status;
+
+mod convert;
+pub mod identity;
+
+use identity::Credential;
 
 /// Heartbeat settings handed to hosts and used to judge them down.
 #[derive(Debug, Clone, Copy)]
@@ -51,8 +62,12 @@ pub struct HostSession {
     pub address: String,
     /// The host facts it sent at hello (JSON object).
     pub facts_json: String,
+    /// How the host proved who it is.
+    pub credential: Credential,
     generation: u64,
     tx: mpsc::Sender<Result<CoordinatorMessage, Status>>,
+    /// Set when the coordinator ends the session itself and could not say why on the stream.
+    ended: tokio::sync::watch::Sender<bool>,
     /// task id -> (run id, attempt, waiter): a result is delivered only if it echoes both.
     pending: Mutex<HashMap<String, Pending>>,
     last_seen: Mutex<Instant>,
@@ -308,6 +323,40 @@ impl Registry {
         self.changed.notify_waiters();
     }
 
+    /// Ends one session (if it is still the host's current one): its calls fail at once, its
+    /// stream ends with `reason`.
+    pub fn end(&self, session: &Arc<HostSession>, reason: Status) {
+        let mut map = self.lock();
+        if map
+            .get(&session.host_id)
+            .is_some_and(|s| s.generation == session.generation)
+        {
+            map.remove(&session.host_id);
+        }
+        drop(map);
+        session.close();
+        if session.tx.try_send(Err(reason)).is_err() {
+            let _ = session.ended.send(true);
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Ends every live session whose credential no longer allows it (a revoked credential, the
+    /// shared token once a host is enrolled), by the rules of `identity.rs`.
+    pub fn enforce(&self, credentials: &[CredentialRecord]) {
+        let sessions: Vec<Arc<HostSession>> = self.lock().values().cloned().collect();
+        for s in sessions {
+            let role = match s.role {
+                Role::Worker => HostRole::Worker,
+                _ => HostRole::Agent,
+            };
+            if let Err(e) = identity::authorize(&s.credential, &s.host_id, role, credentials) {
+                tracing::warn!(host_id = %s.host_id, reason = %e, "ending the session of a host whose credential no longer admits it");
+                self.end(&s, status(&e));
+            }
+        }
+    }
+
     /// Drops sessions that stopped heartbeating; their pending calls fail at once.
     pub fn reap(&self) {
         let timeout = self.liveness.heartbeat_timeout;
@@ -326,10 +375,24 @@ impl Registry {
     }
 }
 
+/// Re-reads the credentials every `every` and ends the sessions they no longer admit (a
+/// revocation reaches a live session within one interval).
+pub async fn enforce_credentials(registry: Arc<Registry>, catalog: Catalog, every: Duration) {
+    loop {
+        tokio::time::sleep(every).await;
+        match catalog.host_credentials().await {
+            Ok(credentials) => registry.enforce(&credentials),
+            Err(e) => tracing::warn!(error = %e, "cannot re-read host credentials"),
+        }
+    }
+}
+
 /// The `Fleet` gRPC service.
 pub struct FleetService {
     pub registry: Arc<Registry>,
     pub catalog: Catalog,
+    /// The shared fleet join token (`--fleet-token-file`); open when empty.
+    pub shared: TokenCheck,
 }
 
 type OutStream = Pin<Box<dyn Stream<Item = Result<CoordinatorMessage, Status>> + Send>>;
@@ -343,6 +406,20 @@ impl Fleet for FleetService {
         request: Request<Streaming<HostMessage>>,
     ) -> Result<Response<Self::AttachStream>, Status> {
         let peer: Option<SocketAddr> = request.remote_addr();
+        let credentials = self
+            .catalog
+            .host_credentials()
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))?;
+        let authorization = request
+            .metadata()
+            .get("authorization")
+            .map(|v| v.as_bytes().to_vec());
+        let credential = identity::identify(&self.shared, &credentials, authorization.as_deref())
+            .map_err(|e| {
+            tracing::warn!(peer = ?peer, reason = %e, "host refused");
+            status(&e)
+        })?;
         let mut inbound = request.into_inner();
         let first = inbound
             .next()
@@ -352,20 +429,25 @@ impl Fleet for FleetService {
             return Err(Status::invalid_argument("the first message must be hello"));
         };
         let role = Role::try_from(hello.role).unwrap_or(Role::Unspecified);
-        let role_name = match role {
-            Role::Agent => "agent",
-            Role::Worker => "worker",
+        let host_role = match role {
+            Role::Agent => HostRole::Agent,
+            Role::Worker => HostRole::Worker,
             Role::Unspecified => {
                 return Err(Status::invalid_argument(
                     "hello.role: must be agent or worker",
                 ));
             }
         };
+        let role_name = host_role.as_str();
         if hello.host_id.is_empty() || hello.host_id.len() > 128 {
             return Err(Status::invalid_argument(
                 "hello.host_id: must be 1 to 128 characters",
             ));
         }
+        identity::authorize(&credential, &hello.host_id, host_role, &credentials).map_err(|e| {
+            tracing::warn!(peer = ?peer, host_id = %hello.host_id, role = role_name, reason = %e, "host refused");
+            status(&e)
+        })?;
         let address = if hello.address.is_empty() {
             peer.map(|p| p.ip().to_string()).unwrap_or_default()
         } else {
@@ -410,8 +492,10 @@ impl Fleet for FleetService {
             labels: hello.labels.clone(),
             address,
             facts_json: facts,
+            credential,
             generation,
             tx: tx.clone(),
+            ended: tokio::sync::watch::channel(false).0,
             pending: Mutex::new(HashMap::new()),
             last_seen: Mutex::new(Instant::now()),
             busy: Arc::new(tokio::sync::Mutex::new(())),
@@ -444,16 +528,25 @@ impl Fleet for FleetService {
                 }
             }
         });
+        let session_ended = session.ended.subscribe();
         self.registry.insert(session.clone());
-        tracing::info!(host_id = %session.host_id, role = role_name, address = %session.address, "host attached");
+        let enrolled = matches!(session.credential, Credential::Enrolled { .. });
+        if matches!(session.credential, Credential::Shared) {
+            tracing::warn!(host_id = %session.host_id, "host attached with the shared fleet token: enroll hosts (blocklab-coordinator hosts add) to bind each to its id and role");
+        }
+        tracing::info!(host_id = %session.host_id, role = role_name, address = %session.address, enrolled, "host attached");
 
         let registry = self.registry.clone();
         let catalog = self.catalog.clone();
         tokio::spawn(async move {
             // Liveness stays in memory (`seen`); the catalog's `last_seen` is flushed for all
-            // hosts at once by the coordinator's reaper, so no message here waits on a write.
+            // hosts at once by a coordinator task, so no message here waits on a write.
             while let Some(msg) = inbound.next().await {
                 let Ok(msg) = msg else { break };
+                if session.is_closed() {
+                    // Ended by the coordinator (revoked, replaced): nothing more is heard.
+                    break;
+                }
                 session.seen();
                 match msg.kind {
                     Some(host_message::Kind::Heartbeat(_)) => {
@@ -474,88 +567,23 @@ impl Fleet for FleetService {
             registry.remove(&session.host_id, session.generation);
         });
         let mut closing = self.registry.closing.subscribe();
+        let mut ended = session_ended;
         let stream = futures::StreamExt::take_until(
             tokio_stream::wrappers::ReceiverStream::new(rx),
             Box::pin(async move {
-                let _ = closing.wait_for(|c| *c).await;
+                // A session dropped without being ended (its host went away) leaves the
+                // stream to close on its own: only `ended` set to true cuts it.
+                let ended = async {
+                    if ended.wait_for(|e| *e).await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                };
+                tokio::select! {
+                    _ = closing.wait_for(|c| *c) => {}
+                    _ = ended => {}
+                }
             }),
         );
         Ok(Response::new(Box::pin(stream)))
-    }
-}
-
-impl From<blocklab_proto::RunLoadResult> for LoadResult {
-    fn from(r: blocklab_proto::RunLoadResult) -> Self {
-        LoadResult {
-            transactions: r.transactions,
-            failures: r.failures,
-            retries: r.retries,
-            skipped: r.skipped,
-            late: r.late,
-            tps_including_connections: r.tps_including_connections,
-            tps_excluding_connections: r.tps_excluding_connections,
-            latency_avg_ms: r.latency_avg_ms,
-            latency_stddev_ms: r.latency_stddev_ms,
-            latency_p50_ms: r.latency_p50_ms,
-            latency_p90_ms: r.latency_p90_ms,
-            latency_p99_ms: r.latency_p99_ms,
-            latency_p999_ms: r.latency_p999_ms,
-            latency_max_ms: r.latency_max_ms,
-            connection_time_ms: r.connection_time_ms,
-            measured_seconds: r.measured_seconds,
-            client_cpu_user_s: r.client_cpu_user_s,
-            client_cpu_system_s: r.client_cpu_system_s,
-            schedule_lag_avg_ms: r.schedule_lag_avg_ms,
-            schedule_lag_max_ms: r.schedule_lag_max_ms,
-            statements: r
-                .statements
-                .into_iter()
-                .map(|s| Statement {
-                    script_index: s.script_index,
-                    script: s.script,
-                    position: s.position,
-                    command: s.command,
-                    count: s.count,
-                    latency_sum_ms: s.latency_sum_ms,
-                    failures: s.failures,
-                })
-                .collect(),
-            samples: r
-                .samples
-                .into_iter()
-                .map(|s| Sample {
-                    second: s.second,
-                    transactions: s.transactions,
-                    latency_avg_ms: s.latency_avg_ms,
-                    failures: s.failures,
-                })
-                .collect(),
-            latency_histogram: r.latency_histogram,
-            random_seed: r.random_seed,
-            clients: r.clients,
-            txn_types: r
-                .txn_types
-                .into_iter()
-                .map(|t| TxnType {
-                    name: t.name,
-                    count: t.count,
-                    rollbacks: t.rollbacks,
-                    failures: t.failures,
-                    latency_histogram: t.latency_histogram,
-                    rows: t.rows,
-                })
-                .collect(),
-        }
-    }
-}
-
-impl From<blocklab_proto::WorkloadMetric> for Metric {
-    fn from(m: blocklab_proto::WorkloadMetric) -> Self {
-        Metric {
-            name: m.name,
-            value: m.value,
-            unit: m.unit,
-            higher_is_better: m.higher_is_better,
-        }
     }
 }

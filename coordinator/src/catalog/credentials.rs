@@ -1,0 +1,134 @@
+//! Per-host credentials (table `host_credentials`): enrollment, listing, revocation. Only a
+//! token's sha256 is stored.
+
+use sqlx::Row;
+
+use blocklab_spec::HostRole;
+
+use super::{Catalog, CatalogError, now};
+
+/// One enrolled host's credential.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialRecord {
+    pub host_id: String,
+    pub role: HostRole,
+    /// sha256 of the token, lowercase hex.
+    pub token_sha256: String,
+    pub enrolled_at: String,
+    /// When it was revoked; `None` while it is valid.
+    pub revoked_at: Option<String>,
+}
+
+impl CredentialRecord {
+    pub fn is_active(&self) -> bool {
+        self.revoked_at.is_none()
+    }
+}
+
+/// Whether the catalog file at `path` holds a valid host credential, read without creating,
+/// migrating or writing anything (a missing file or an older schema holds none).
+pub async fn any_enrolled(path: &std::path::Path) -> Result<bool, CatalogError> {
+    use sqlx::ConnectOptions as _;
+    if !path.exists() {
+        return Ok(false);
+    }
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(true)
+        .connect()
+        .await?;
+    let table: Option<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'host_credentials'",
+    )
+    .fetch_optional(&mut conn)
+    .await?;
+    if table.is_none() {
+        return Ok(false);
+    }
+    let n: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM host_credentials WHERE revoked_at IS NULL")
+            .fetch_one(&mut conn)
+            .await?;
+    Ok(n > 0)
+}
+
+impl Catalog {
+    /// Enrolls `host_id` as `role` with the token whose sha256 is `token_sha256`. A host id
+    /// whose credential is valid is refused; a revoked one is enrolled again with the new
+    /// token.
+    pub async fn enroll_host(
+        &self,
+        host_id: &str,
+        role: HostRole,
+        token_sha256: &str,
+    ) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        let revoked: Option<Option<String>> =
+            sqlx::query_scalar("SELECT revoked_at FROM host_credentials WHERE host_id = ?")
+                .bind(host_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if matches!(revoked, Some(None)) {
+            return Err(CatalogError::HostEnrolled(host_id.to_string()));
+        }
+        sqlx::query(
+            "INSERT INTO host_credentials (host_id, role, token_sha256, enrolled_at, revoked_at)
+             VALUES (?, ?, ?, ?, NULL)
+             ON CONFLICT(host_id) DO UPDATE SET role = excluded.role,
+               token_sha256 = excluded.token_sha256, enrolled_at = excluded.enrolled_at,
+               revoked_at = NULL",
+        )
+        .bind(host_id)
+        .bind(role.as_str())
+        .bind(token_sha256)
+        .bind(now())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Revokes `host_id`'s credential (its row stays, marked revoked).
+    pub async fn revoke_host(&self, host_id: &str) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        let revoked: Option<Option<String>> =
+            sqlx::query_scalar("SELECT revoked_at FROM host_credentials WHERE host_id = ?")
+                .bind(host_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        match revoked {
+            None => return Err(CatalogError::HostNotEnrolled(host_id.to_string())),
+            Some(Some(_)) => return Err(CatalogError::HostRevoked(host_id.to_string())),
+            Some(None) => {}
+        }
+        sqlx::query("UPDATE host_credentials SET revoked_at = ? WHERE host_id = ?")
+            .bind(now())
+            .bind(host_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Every credential, valid and revoked, by host id.
+    pub async fn host_credentials(&self) -> Result<Vec<CredentialRecord>, CatalogError> {
+        let rows = sqlx::query(
+            "SELECT host_id, role, token_sha256, enrolled_at, revoked_at FROM host_credentials
+             ORDER BY host_id",
+        )
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let role: String = r.try_get("role")?;
+                Ok(CredentialRecord {
+                    host_id: r.try_get("host_id")?,
+                    role: role.parse().map_err(CatalogError::Corrupt)?,
+                    token_sha256: r.try_get("token_sha256")?,
+                    enrolled_at: r.try_get("enrolled_at")?,
+                    revoked_at: r.try_get("revoked_at")?,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,197 @@
+//! The measured loop's own PostgreSQL connection: frames encoded and decoded with
+//! `postgres-protocol`, one write buffer and one read buffer per connection reused for every
+//! request, no connection task and no channel between the client and its socket. Each read
+//! takes every byte the socket has (a short read also tells the runtime the socket is
+//! drained, so the next wait goes straight to the poller).
+//!
+//! [`startup`] opens the connection (TCP or a Unix socket, trust, password, md5 or
+//! SCRAM-SHA-256); [`request`] encodes a script's SQL commands.
+
+pub mod request;
+pub mod startup;
+
+use bytes::BytesMut;
+use fallible_iterator::FallibleIterator;
+use postgres_protocol::message::backend::{ErrorFields, Message};
+use postgres_protocol::message::frontend;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixStream};
+
+/// What one receive asks the socket for at least.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// SQLSTATE of a serialization failure and of a deadlock.
+pub const SERIALIZATION_FAILURE: &str = "40001";
+pub const DEADLOCK_DETECTED: &str = "40P01";
+
+/// An error of a command: the server's (an ErrorResponse) or the connection's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SqlError {
+    #[error("{severity}: {message} (SQLSTATE {code}){}", detail.as_ref().map(|d| format!("; {d}")).unwrap_or_default())]
+    Db {
+        severity: String,
+        code: String,
+        message: String,
+        detail: Option<String>,
+    },
+    /// The connection failed or closed; it is broken from now on.
+    #[error("{0}")]
+    Connection(String),
+}
+
+impl SqlError {
+    /// The SQLSTATE of a server error.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            SqlError::Db { code, .. } => Some(code),
+            SqlError::Connection(_) => None,
+        }
+    }
+
+    /// A serialization failure or a deadlock: pgbench may retry these.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self.code(), Some(SERIALIZATION_FAILURE | DEADLOCK_DETECTED))
+    }
+
+    pub(crate) fn from_fields(mut fields: ErrorFields<'_>) -> SqlError {
+        let (mut severity, mut code, mut message, mut detail) =
+            (String::new(), String::new(), String::new(), None);
+        while let Ok(Some(f)) = fields.next() {
+            let v = String::from_utf8_lossy(f.value_bytes()).into_owned();
+            match f.type_() {
+                b'S' => severity = v,
+                b'C' => code = v,
+                b'M' => message = v,
+                b'D' => detail = Some(v),
+                _ => {}
+            }
+        }
+        SqlError::Db {
+            severity,
+            code,
+            message,
+            detail,
+        }
+    }
+}
+
+fn io_error(e: &std::io::Error) -> SqlError {
+    SqlError::Connection(format!("error communicating with the server: {e}"))
+}
+
+/// A socket to the server.
+#[derive(Debug)]
+pub enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+/// One connection after its startup: the socket and its two buffers.
+#[derive(Debug)]
+pub struct Conn {
+    stream: Stream,
+    /// Requests not sent yet.
+    pub out: BytesMut,
+    input: BytesMut,
+    broken: bool,
+}
+
+impl Conn {
+    pub(crate) fn new(stream: Stream) -> Conn {
+        Conn {
+            stream,
+            out: BytesMut::with_capacity(4096),
+            input: BytesMut::with_capacity(READ_CHUNK),
+            broken: false,
+        }
+    }
+
+    /// The connection failed or the server closed it.
+    pub fn is_broken(&self) -> bool {
+        self.broken
+    }
+
+    fn fail(&mut self, e: SqlError) -> SqlError {
+        self.broken = true;
+        e
+    }
+
+    /// Sends everything in the write buffer.
+    pub async fn flush(&mut self) -> Result<(), SqlError> {
+        if self.broken {
+            self.out.clear();
+            return Err(SqlError::Connection("the connection is closed".into()));
+        }
+        let r = match &mut self.stream {
+            Stream::Tcp(s) => s.write_all(&self.out).await,
+            Stream::Unix(s) => s.write_all(&self.out).await,
+        };
+        self.out.clear();
+        r.map_err(|e| {
+            let e = io_error(&e);
+            self.fail(e)
+        })
+    }
+
+    /// The next message from the server, reading as much as the socket holds when the
+    /// buffer has no whole message.
+    pub async fn next(&mut self) -> Result<Message, SqlError> {
+        loop {
+            match Message::parse(&mut self.input) {
+                Ok(Some(m)) => return Ok(m),
+                Ok(None) => {}
+                Err(e) => {
+                    let e = SqlError::Connection(format!("invalid message from the server: {e}"));
+                    return Err(self.fail(e));
+                }
+            }
+            if self.broken {
+                return Err(SqlError::Connection("the connection is closed".into()));
+            }
+            self.input.reserve(READ_CHUNK);
+            let r = match &mut self.stream {
+                Stream::Tcp(s) => s.read_buf(&mut self.input).await,
+                Stream::Unix(s) => s.read_buf(&mut self.input).await,
+            };
+            match r {
+                Ok(0) => {
+                    let e = SqlError::Connection("server closed the connection unexpectedly".into());
+                    return Err(self.fail(e));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    let e = io_error(&e);
+                    return Err(self.fail(e));
+                }
+            }
+        }
+    }
+
+    /// Reads up to the next ReadyForQuery, keeping the first error.
+    pub async fn skip_to_ready(&mut self) -> Result<(), SqlError> {
+        let mut first = None;
+        loop {
+            match self.next().await? {
+                Message::ReadyForQuery(_) => return first.map_or(Ok(()), Err),
+                Message::ErrorResponse(b) => {
+                    first.get_or_insert(SqlError::from_fields(b.fields()));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Sends a Terminate and closes the socket.
+    pub async fn close(mut self) {
+        if self.broken {
+            return;
+        }
+        self.out.clear();
+        frontend::terminate(&mut self.out);
+        let _ = self.flush().await;
+        let _ = match &mut self.stream {
+            Stream::Tcp(s) => s.shutdown().await,
+            Stream::Unix(s) => s.shutdown().await,
+        };
+    }
+}

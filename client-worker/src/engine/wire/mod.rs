@@ -10,9 +10,9 @@
 pub mod request;
 pub mod startup;
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use fallible_iterator::FallibleIterator;
-use postgres_protocol::message::backend::{ErrorFields, Message};
+use postgres_protocol::message::backend::{ErrorFields, Header, Message};
 use postgres_protocol::message::frontend;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
@@ -133,13 +133,14 @@ impl Conn {
         })
     }
 
-    /// The next message from the server, reading as much as the socket holds when the
-    /// buffer has no whole message.
-    pub async fn next(&mut self) -> Result<Message, SqlError> {
+    /// The header of the next message, once the whole message is in the buffer (reading
+    /// as much as the socket holds while it is not). The message stays in the buffer:
+    /// [`Conn::skip`] drops it undecoded, [`Conn::next`] decodes it.
+    pub async fn header(&mut self) -> Result<Header, SqlError> {
         loop {
-            match Message::parse(&mut self.input) {
-                Ok(Some(m)) => return Ok(m),
-                Ok(None) => {}
+            match Header::parse(&self.input) {
+                Ok(Some(h)) if self.input.len() > h.len() as usize => return Ok(h),
+                Ok(_) => {}
                 Err(e) => {
                     let e = SqlError::Connection(format!("invalid message from the server: {e}"));
                     return Err(self.fail(e));
@@ -163,6 +164,24 @@ impl Conn {
                     let e = io_error(&e);
                     return Err(self.fail(e));
                 }
+            }
+        }
+    }
+
+    /// Drops the message `header` heads, undecoded.
+    pub fn skip(&mut self, header: Header) {
+        self.input.advance(header.len() as usize + 1);
+    }
+
+    /// The next message from the server, decoded.
+    pub async fn next(&mut self) -> Result<Message, SqlError> {
+        self.header().await?;
+        match Message::parse(&mut self.input) {
+            Ok(Some(m)) => Ok(m),
+            Ok(None) => Err(SqlError::Connection("incomplete message".into())),
+            Err(e) => {
+                let e = SqlError::Connection(format!("invalid message from the server: {e}"));
+                Err(self.fail(e))
             }
         }
     }

@@ -146,8 +146,20 @@ pub async fn read_reply(
     }
     let mut first = None;
     loop {
+        // Only what the reply's outcome and the kept rows need is decoded.
+        let h = conn.header().await?;
+        match (h.tag(), rows.is_some()) {
+            (b'Z', _) => {
+                conn.skip(h);
+                return first.map_or(Ok(()), Err);
+            }
+            (b'E', _) | (b'T' | b'D', true) => {}
+            _ => {
+                conn.skip(h);
+                continue;
+            }
+        }
         match conn.next().await? {
-            Message::ReadyForQuery(_) => return first.map_or(Ok(()), Err),
             Message::ErrorResponse(b) => {
                 first.get_or_insert(SqlError::from_fields(b.fields()));
             }

@@ -137,8 +137,9 @@ impl Session {
 
     pub async fn rollback(&mut self) {
         if !self.conn.is_broken() && simple("ROLLBACK", &mut self.conn.out).is_ok() {
-            let _ = self.conn.flush().await;
-            let _ = self.conn.skip_to_ready().await;
+            if self.conn.flush().await.is_ok() {
+                let _ = read_reply(&mut self.conn, None, None).await;
+            }
         }
     }
 

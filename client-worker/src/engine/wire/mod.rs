@@ -186,20 +186,6 @@ impl Conn {
         }
     }
 
-    /// Reads up to the next ReadyForQuery, keeping the first error.
-    pub async fn skip_to_ready(&mut self) -> Result<(), SqlError> {
-        let mut first = None;
-        loop {
-            match self.next().await? {
-                Message::ReadyForQuery(_) => return first.map_or(Ok(()), Err),
-                Message::ErrorResponse(b) => {
-                    first.get_or_insert(SqlError::from_fields(b.fields()));
-                }
-                _ => {}
-            }
-        }
-    }
-
     /// Sends a Terminate and closes the socket.
     pub async fn close(mut self) {
         if self.broken {

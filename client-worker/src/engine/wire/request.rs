@@ -146,8 +146,12 @@ pub async fn read_reply(
     }
     let mut first = None;
     loop {
-        // Only what the reply's outcome and the kept rows need is decoded.
-        let h = conn.header().await?;
+        // Only what the reply's outcome and the kept rows need is decoded. A server that
+        // ends the session sends its error first: that error is the command's.
+        let h = match conn.header().await {
+            Ok(h) => h,
+            Err(e) => return Err(first.unwrap_or(e)),
+        };
         match (h.tag(), rows.is_some()) {
             (b'Z', _) => {
                 conn.skip(h);
@@ -159,7 +163,11 @@ pub async fn read_reply(
                 continue;
             }
         }
-        match conn.next().await? {
+        let m = match conn.next().await {
+            Ok(m) => m,
+            Err(e) => return Err(first.unwrap_or(e)),
+        };
+        match m {
             Message::ErrorResponse(b) => {
                 first.get_or_insert(SqlError::from_fields(b.fields()));
             }
@@ -223,6 +231,111 @@ mod tests {
             frontend::sync(&mut want);
         }
         assert_eq!(out, want);
+    }
+
+    /// A backend message: tag, length, body.
+    fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
+        let mut m = vec![tag];
+        m.extend_from_slice(&(body.len() as i32 + 4).to_be_bytes());
+        m.extend_from_slice(body);
+        m
+    }
+
+    fn row_description(names: &[&str]) -> Vec<u8> {
+        let mut b = (names.len() as i16).to_be_bytes().to_vec();
+        for n in names {
+            b.extend_from_slice(n.as_bytes());
+            b.push(0);
+            b.extend_from_slice(&[0; 18]); // table, column, type, size, modifier, format
+        }
+        msg(b'T', &b)
+    }
+
+    fn data_row(values: &[Option<&str>]) -> Vec<u8> {
+        let mut b = (values.len() as i16).to_be_bytes().to_vec();
+        for v in values {
+            match v {
+                Some(v) => {
+                    b.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                    b.extend_from_slice(v.as_bytes());
+                }
+                None => b.extend_from_slice(&(-1i32).to_be_bytes()),
+            }
+        }
+        msg(b'D', &b)
+    }
+
+    fn error(code: &str, message: &str) -> Vec<u8> {
+        let mut b = Vec::new();
+        for (t, v) in [(b'S', "ERROR"), (b'C', code), (b'M', message)] {
+            b.push(t);
+            b.extend_from_slice(v.as_bytes());
+            b.push(0);
+        }
+        b.push(0);
+        msg(b'E', &b)
+    }
+
+    /// A connection whose server sends `bytes` (in two pieces, split inside a message)
+    /// and then closes its end.
+    async fn served(bytes: Vec<u8>) -> Conn {
+        use tokio::io::AsyncWriteExt;
+        let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
+        tokio::spawn(async move {
+            let half = bytes.len() / 2;
+            b.write_all(&bytes[..half]).await.unwrap();
+            tokio::task::yield_now().await;
+            b.write_all(&bytes[half..]).await.unwrap();
+        });
+        Conn::new(super::super::Stream::Unix(a))
+    }
+
+    #[tokio::test]
+    async fn replies_keep_the_last_result_sets_rows_and_the_first_error() {
+        let ready = msg(b'Z', b"I");
+        let done = msg(b'C', b"SELECT 1\0");
+        let mut bytes = [
+            row_description(&["a"]),
+            data_row(&[Some("0")]),
+            done.clone(),
+            row_description(&["x", "y"]),
+            data_row(&[Some("1"), None]),
+            data_row(&[Some("2"), Some("two")]),
+            done.clone(),
+            ready.clone(),
+        ]
+        .concat();
+        // A reply whose rows nobody keeps, then one with two errors.
+        bytes.extend([data_row(&[Some("9")]), done, ready.clone()].concat());
+        bytes.extend([error("40001", "first"), error("XX000", "second"), ready].concat());
+        let mut conn = served(bytes).await;
+
+        let mut rows = ResultRows::default();
+        read_reply(&mut conn, Some(&mut rows), None).await.unwrap();
+        assert_eq!(rows.columns, ["x", "y"]);
+        let two = vec![Some("2".to_string()), Some("two".to_string())];
+        assert_eq!(rows.rows, [vec![Some("1".to_string()), None], two]);
+
+        read_reply(&mut conn, None, None).await.unwrap();
+
+        let e = read_reply(&mut conn, None, None).await.unwrap_err();
+        assert_eq!(e.code(), Some("40001"));
+        assert!(e.is_retryable());
+        assert_eq!(e.to_string(), "ERROR: first (SQLSTATE 40001)");
+        assert!(!conn.is_broken());
+
+        // The server is gone now.
+        let e = read_reply(&mut conn, None, None).await.unwrap_err();
+        assert_eq!(e.code(), None);
+        assert!(conn.is_broken());
+    }
+
+    #[tokio::test]
+    async fn a_server_that_ends_the_session_reports_its_error() {
+        let mut conn = served(error("57P01", "terminating connection")).await;
+        let e = read_reply(&mut conn, None, None).await.unwrap_err();
+        assert_eq!(e.code(), Some("57P01"));
+        assert!(conn.is_broken());
     }
 
     #[test]

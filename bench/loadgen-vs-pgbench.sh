@@ -20,7 +20,7 @@
 # tpcb-like:prepared:8:1"), STRACE_TX (2000 per client), CALLGRIND_CELL ("8:1"),
 # CALLGRIND_TX ("500 2500" per client), SKIP ("" or words of grid, strace, callgrind),
 # PG_BINDIR (/usr/lib/postgresql/15/bin), PG_USER (blocklab), PGBENCH ($PG_BINDIR/pgbench).
-# Installs strace and valgrind with apt when missing.
+# Installs GNU time, strace and valgrind with apt when missing.
 set -euo pipefail
 
 MODE=${MODE:-grid}
@@ -47,6 +47,7 @@ need() {
     local bin=$1 pkg=$2
     command -v "$bin" >/dev/null 2>&1 || apt-get install -y -q "$pkg" >&2
 }
+need /usr/bin/time time
 need strace strace
 need valgrind valgrind
 
@@ -93,16 +94,21 @@ if [[ "$MODE" == rss ]]; then
     exit 0
 fi
 
-# rusage.py FILE CMD... runs CMD and writes its rusage (user s, system s, peak RSS kB) to
-# FILE with microseconds (GNU time prints hundredths, too coarse for a few seconds' run).
+# rusage.py FILE CMD... runs CMD under GNU time and writes "user_s system_s peak_rss_kB" to
+# FILE: the CPU times with microseconds from wait4 (GNU time prints hundredths, too coarse
+# for a few seconds' run), the peak RSS from GNU time (a child forked from Python would
+# report Python's own RSS).
 cat >"$WORK/rusage.py" <<'EOF'
 import os, sys
+out = sys.argv[1]
 pid = os.fork()
 if pid == 0:
-    os.execvp(sys.argv[2], sys.argv[2:])
+    os.execvp("/usr/bin/time", ["/usr/bin/time", "-q", "-f", "%M", "-o", out + ".rss"] + sys.argv[2:])
 _, status, ru = os.wait4(pid, 0)
-with open(sys.argv[1], "w") as f:
-    print(f"{ru.ru_utime:.6f} {ru.ru_stime:.6f} {ru.ru_maxrss}", file=f)
+with open(out + ".rss") as f:
+    rss = f.read().split()[-1]
+with open(out, "w") as f:
+    print(f"{ru.ru_utime:.6f} {ru.ru_stime:.6f} {rss}", file=f)
 sys.exit(os.waitstatus_to_exitcode(status))
 EOF
 

@@ -136,10 +136,11 @@ impl Session {
     }
 
     pub async fn rollback(&mut self) {
-        if !self.conn.is_broken() && simple("ROLLBACK", &mut self.conn.out).is_ok() {
-            if self.conn.flush().await.is_ok() {
-                let _ = read_reply(&mut self.conn, None, None).await;
-            }
+        if !self.conn.is_broken()
+            && simple("ROLLBACK", &mut self.conn.out).is_ok()
+            && self.conn.flush().await.is_ok()
+        {
+            let _ = read_reply(&mut self.conn, None, None).await;
         }
     }
 

@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use crate::engine::client::{ResultRows, Session};
-use crate::engine::wire::{DEADLOCK_DETECTED, SERIALIZATION_FAILURE, SqlError};
 use crate::engine::plan::Plan;
+use crate::engine::wire::{DEADLOCK_DETECTED, SERIALIZATION_FAILURE, SqlError};
 use blocklab_script::expr::{EvalCtx, EvalError, Expr, Value};
 use blocklab_script::parse::{Command, ResultSet, SleepArg};
 use blocklab_script::prng::PgPrng;
@@ -168,8 +168,7 @@ impl ClientState {
                     }
                     if let Some(p) = pipeline.as_mut() {
                         // Queued now, sent at the sync.
-                        if let Err(error) = session.send(plan.protocol, (si, pc), cmd, &self.vars)
-                        {
+                        if let Err(error) = session.send(plan.protocol, (si, pc), cmd, &self.vars) {
                             return Err(sql_error(error, pc));
                         }
                         p.push(pc);

@@ -156,7 +156,8 @@ impl Conn {
             };
             match r {
                 Ok(0) => {
-                    let e = SqlError::Connection("server closed the connection unexpectedly".into());
+                    let e =
+                        SqlError::Connection("server closed the connection unexpectedly".into());
                     return Err(self.fail(e));
                 }
                 Ok(_) => {}

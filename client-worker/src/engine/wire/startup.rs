@@ -128,8 +128,7 @@ async fn authenticate(
             Message::AuthenticationSasl(b) => {
                 let mut mechanisms = b.mechanisms();
                 let mut offered = false;
-                while let Ok(Some(m)) = fallible_iterator::FallibleIterator::next(&mut mechanisms)
-                {
+                while let Ok(Some(m)) = fallible_iterator::FallibleIterator::next(&mut mechanisms) {
                     offered |= m == SCRAM_SHA_256;
                 }
                 if !offered {

@@ -84,9 +84,10 @@ if [[ "$MODE" == rss ]]; then
     "$OURS" bench -n -S -M prepared -c "$RSS_CLIENTS" -j 4 -R "$RSS_RATE" -T "$RSS_SECONDS" \
         "$CONNINFO" >"$WORK/out" 2>"$WORK/err" &
     pid=$!
+    start=$SECONDS
     rss() { awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo -; }
     for at in 10 60 $((RSS_SECONDS / 2)) $((RSS_SECONDS - 5)); do
-        while (( SECONDS < at )) && kill -0 "$pid" 2>/dev/null; do sleep 1; done
+        while (( SECONDS - start < at )) && kill -0 "$pid" 2>/dev/null; do sleep 1; done
         echo "worker RSS at ${at}s of -c $RSS_CLIENTS -T $RSS_SECONDS: $(rss) kB"
     done
     wait "$pid" || { cat "$WORK/err" >&2; exit 1; }

@@ -1,14 +1,12 @@
 //! Running one transaction of a script for one client: meta-commands, conditionals,
 //! variables, pipelines and SQL, with pgbench's errors.
 
-use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use futures::Future;
-
-use crate::engine::client::{ResultRows, Session, is_retryable};
+use crate::engine::client::{ResultRows, Session};
 use crate::engine::plan::Plan;
 use crate::engine::timer::sleep_until;
+use crate::engine::wire::{DEADLOCK_DETECTED, SERIALIZATION_FAILURE, SqlError};
 use blocklab_script::expr::{EvalCtx, EvalError, Expr, Value};
 use blocklab_script::parse::{Command, ResultSet, SleepArg};
 use blocklab_script::prng::PgPrng;
@@ -52,7 +50,7 @@ pub enum FailureKind {
 pub enum TxnError {
     /// An SQL error; the client goes on (or retries it if `retryable`).
     Sql {
-        error: tokio_postgres::Error,
+        error: SqlError,
         step: usize,
         retryable: bool,
     },
@@ -63,11 +61,10 @@ pub enum TxnError {
 impl TxnError {
     /// The kind of failure an SQL error is (None for a script error).
     pub fn failure_kind(&self) -> Option<FailureKind> {
-        use tokio_postgres::error::SqlState;
         match self {
             TxnError::Sql { error, .. } => Some(match error.code() {
-                Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE => FailureKind::Serialization,
-                Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED => FailureKind::Deadlock,
+                Some(SERIALIZATION_FAILURE) => FailureKind::Serialization,
+                Some(DEADLOCK_DETECTED) => FailureKind::Deadlock,
                 _ => FailureKind::Other,
             }),
             TxnError::Abort { .. } => None,
@@ -82,7 +79,7 @@ impl TxnError {
 
     pub fn describe(&self) -> String {
         match self {
-            TxnError::Sql { error, .. } => crate::error::describe(error),
+            TxnError::Sql { error, .. } => error.to_string(),
             TxnError::Abort { message, .. } => message.clone(),
         }
     }
@@ -90,15 +87,19 @@ impl TxnError {
     /// The error as pgbench's `--verbose-errors` lines show it (libpq's form).
     pub fn libpq_message(&self) -> String {
         match self {
-            TxnError::Sql { error, .. } => crate::error::libpq_message(error),
+            TxnError::Sql { error, .. } => error.libpq_message(),
             TxnError::Abort { message, .. } => message.clone(),
         }
     }
 }
 
-type Pending<'a> = (usize, SqlFuture<'a>);
-type SqlFuture<'a> =
-    Pin<Box<dyn Future<Output = Result<Option<ResultRows>, tokio_postgres::Error>> + Send + 'a>>;
+fn sql_error(error: SqlError, step: usize) -> TxnError {
+    TxnError::Sql {
+        retryable: error.is_retryable(),
+        error,
+        step,
+    }
+}
 
 impl ClientState {
     fn eval(&mut self, e: &Expr, script: usize, step: usize) -> Result<Value, TxnError> {
@@ -135,11 +136,13 @@ impl ClientState {
     pub async fn run_script(
         &mut self,
         plan: &Plan,
-        session: &Session,
+        session: &mut Session,
         si: usize,
     ) -> Result<(), TxnError> {
         let steps = &plan.scripts.scripts[si].script.steps;
-        let mut pipeline: Option<Vec<Pending<'_>>> = None;
+        session.discard_unsent();
+        // The steps of the commands queued in the open pipeline.
+        let mut pipeline: Option<Vec<usize>> = None;
         let mut pc = 0;
         while pc < steps.len() {
             // Clock reads only when per-statement latencies are wanted (-r).
@@ -158,11 +161,14 @@ impl ClientState {
                             None => {}
                         }
                     }
-                    let fut = session.sql(plan.protocol, (si, pc), cmd, &self.vars);
                     if let Some(p) = pipeline.as_mut() {
-                        p.push((pc, Box::pin(fut)));
+                        // Queued now, sent at the sync.
+                        if let Err(error) = session.send(plan.protocol, (si, pc), cmd, &self.vars) {
+                            return Err(sql_error(error, pc));
+                        }
+                        p.push(pc);
                     } else {
-                        let res = fut.await;
+                        let res = session.sql(plan.protocol, (si, pc), cmd, &self.vars).await;
                         if res.is_ok() {
                             self.record(si, pc, started);
                         }
@@ -229,11 +235,20 @@ impl ClientState {
                     }) else {
                         return Err(abort("not in pipeline mode".into()));
                     };
-                    // The commands sent so far end at this sync.
-                    let (idx, futs): (Vec<usize>, Vec<_>) = p.into_iter().unzip();
-                    let results = futures::future::join_all(futs).await;
-                    for (step, res) in idx.into_iter().zip(results) {
-                        self.finish_sql(None, step, res)?;
+                    // The commands queued so far go out together and end at this sync; each
+                    // reply is read, the first error is the transaction's.
+                    let mut first = session.flush().await.err().map(|e| sql_error(e, pc));
+                    for step in p {
+                        if first.is_some() && session.is_broken() {
+                            break;
+                        }
+                        let res = session.receive((si, step), false).await;
+                        if let Err(e) = self.finish_sql(None, step, res) {
+                            first.get_or_insert(e);
+                        }
+                    }
+                    if let Some(e) = first {
+                        return Err(e);
                     }
                 }
                 Command::Shell(argv) | Command::SetShell(_, argv) => {
@@ -287,14 +302,10 @@ impl ClientState {
         &mut self,
         rs: Option<&ResultSet>,
         step: usize,
-        res: Result<Option<ResultRows>, tokio_postgres::Error>,
+        res: Result<Option<ResultRows>, SqlError>,
     ) -> Result<(), TxnError> {
         match res {
-            Err(error) => Err(TxnError::Sql {
-                retryable: is_retryable(&error),
-                error,
-                step,
-            }),
+            Err(error) => Err(sql_error(error, step)),
             Ok(None) => Ok(()),
             Ok(Some(rows)) => self.store(step, rows, rs),
         }

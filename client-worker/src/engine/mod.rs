@@ -1,5 +1,5 @@
 //! The pgbench load engine: scripts planned from `blocklab_script`'s parse ([`plan`]),
-//! sessions on tokio-postgres ([`client`], [`decode`]), one transaction of a script
+//! sessions on the engine's own wire path ([`client`], [`wire`]), one transaction of a script
 //! ([`exec`], [`shell`]), one client's loop (`txloop`), client threads ([`thread`],
 //! [`shared`]) and the run ([`load`], [`control`]), measurements ([`stats`]), reports
 //! ([`report`], [`summary`], [`progress`], [`live`]), transaction logs ([`txlog`]),
@@ -8,7 +8,6 @@
 
 pub mod client;
 pub mod control;
-pub mod decode;
 pub mod exec;
 pub mod live;
 pub mod load;
@@ -24,3 +23,4 @@ mod timer;
 pub mod txlog;
 mod txloop;
 pub mod window;
+pub mod wire;

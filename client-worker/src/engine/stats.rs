@@ -1,4 +1,6 @@
-//! Per-client measurements, their merge, and the arithmetic of the final report.
+//! Measurements of a load thread's clients (one set per thread: a histogram and a
+//! per-second series, whatever the number of clients), their merge, and the arithmetic of
+//! the final report.
 
 use std::time::Duration;
 
@@ -193,10 +195,15 @@ impl ClientStats {
             a.1 += b.1;
             a.2 += b.2;
         }
-        if self.steps.len() < other.steps.len() {
-            self.steps.resize(other.steps.len(), Vec::new());
+        self.merge_steps(&other.steps);
+    }
+
+    /// Adds per-statement measurements (-r) to these.
+    pub fn merge_steps(&mut self, steps: &[Vec<crate::engine::exec::StepStat>]) {
+        if self.steps.len() < steps.len() {
+            self.steps.resize(steps.len(), Vec::new());
         }
-        for (a, b) in self.steps.iter_mut().zip(&other.steps) {
+        for (a, b) in self.steps.iter_mut().zip(steps) {
             if a.len() < b.len() {
                 a.resize(b.len(), crate::engine::exec::StepStat::default());
             }

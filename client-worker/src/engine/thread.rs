@@ -2,8 +2,8 @@
 //! checks that each can connect, as the transactions connect themselves), waits for the
 //! common start, and runs each client's loop ([`crate::engine::txloop`]) as a task.
 
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
@@ -113,47 +113,52 @@ pub(crate) fn run_thread(
             }
             return empty(None);
         };
-        let new_stats = || {
-            let mut s = ClientStats::new(timeline.window_seconds);
-            s.grow = timeline.end.is_none();
-            s
-        };
+        // One set of measurements for all clients of the thread: a histogram and a
+        // per-second series per thread, whatever the number of clients.
+        let mut stats = ClientStats::new(timeline.window_seconds);
+        stats.grow = timeline.end.is_none();
+        let stats = Arc::new(Mutex::new(stats));
         let shared = Arc::new(ThreadShared::new(rngs, log));
         shared.start_schedule(timeline.start);
-        // Each client is a task of this thread's runtime, so the connection task's wakeup
-        // schedules it directly (driving them inside block_on costs an extra epoll_wait per
-        // transaction).
+        // Each client is a task of this thread's runtime that owns its socket, so the
+        // socket's readiness wakes the client itself (no connection task between them).
         let mut handles = Vec::with_capacity(clients.len());
         for (session, mut st) in sessions.into_iter().zip(clients) {
-            let (plan, stop, shared) = (plan.clone(), stop.clone(), shared.clone());
-            let mut stats = new_stats();
+            let (plan, stop, shared, stats) =
+                (plan.clone(), stop.clone(), shared.clone(), stats.clone());
             handles.push(tokio::spawn(async move {
                 let cx = Ctx {
                     plan: &plan,
                     shared: &shared,
+                    stats: &stats,
                     tl: &timeline,
                     stop: &stop,
                 };
-                let session = client_loop(&cx, session, &mut st, &mut stats).await;
+                let session = client_loop(&cx, session, &mut st).await;
                 let finished = Instant::now();
-                stats.steps = std::mem::take(&mut st.steps);
                 if let Some(s) = session {
                     s.close().await;
                 }
-                (finished, stats)
+                (finished, std::mem::take(&mut st.steps))
             }));
         }
         let mut finished = timeline.window_start;
-        let mut stats = new_stats();
         for h in handles {
             match h.await {
-                Ok((f, s)) => {
+                Ok((f, steps)) => {
                     finished = finished.max(f);
-                    stats.merge(&s);
+                    stats
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .merge_steps(&steps);
                 }
                 Err(e) => tracing::error!(error = %e, "client task failed"),
             }
         }
+        let stats = std::mem::replace(
+            &mut *stats.lock().unwrap_or_else(|p| p.into_inner()),
+            ClientStats::new(1),
+        );
         shared.finish_log();
         ThreadOutcome {
             stats,

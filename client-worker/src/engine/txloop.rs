@@ -5,6 +5,7 @@
 //! and log the outcome, disconnect under `-C`. Other SQL errors and script errors abort
 //! the client unless the run continues on errors.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -17,15 +18,22 @@ use crate::engine::stats::{ClientStats, FailureKind};
 use crate::engine::timer::sleep_until;
 use crate::engine::txlog::{TxOutcome, TxRecord};
 
-/// Where a client runs: the run, its thread, the timeline and the stop flag.
+/// Where a client runs: the run, its thread, the thread's measurements, the timeline and
+/// the stop flag.
 pub(crate) struct Ctx<'a> {
     pub plan: &'a Plan,
     pub shared: &'a ThreadShared,
+    pub stats: &'a Mutex<ClientStats>,
     pub tl: &'a Timeline,
     pub stop: &'a AtomicBool,
 }
 
 impl Ctx<'_> {
+    /// The thread's measurements (never held across an await).
+    fn stats(&self) -> std::sync::MutexGuard<'_, ClientStats> {
+        self.stats.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed) || self.plan.abort_all.load(Ordering::Relaxed)
     }
@@ -54,7 +62,6 @@ pub(crate) async fn client_loop(
     cx: &Ctx<'_>,
     mut session: Option<Session>,
     st: &mut ClientState,
-    stats: &mut ClientStats,
 ) -> Option<Session> {
     let plan = cx.plan;
     let limit = plan.latency_limit_us.map(Duration::from_micros);
@@ -71,7 +78,7 @@ pub(crate) async fn client_loop(
                     match limit {
                         Some(l) if sched + l < Instant::now() => {
                             if sched >= cx.tl.window_start {
-                                stats.skipped += 1;
+                                cx.stats().skipped += 1;
                                 if plan.track_live {
                                     plan.live.skipped.fetch_add(1, Ordering::Relaxed);
                                 }
@@ -100,14 +107,13 @@ pub(crate) async fn client_loop(
             let t0 = Instant::now();
             session = connect(cx, st).await;
             if counted {
-                stats.conn_us += us(t0.elapsed());
+                cx.stats().conn_us += us(t0.elapsed());
             }
             if session.is_none() {
                 if !cx.timer_exceeded() {
                     abort(
                         cx,
                         st,
-                        stats,
                         format!("client {} aborted while establishing connection", st.id),
                     );
                 }
@@ -118,12 +124,11 @@ pub(crate) async fn client_loop(
         let begin = Instant::now();
         let sched = scheduled.unwrap_or(begin);
         s.prepare(plan).await;
-        let s = &*s;
         let saved = st.rng;
         let mut tries = 0u32;
         let res = loop {
             tries += 1;
-            match st.run_script(plan, s, si).await {
+            match st.run_script(plan, &mut *s, si).await {
                 Err(
                     e @ TxnError::Sql {
                         retryable: true, ..
@@ -157,6 +162,7 @@ pub(crate) async fn client_loop(
         };
         let end = Instant::now();
         if counted && tries > 1 {
+            let mut stats = cx.stats();
             stats.retries += u64::from(tries - 1);
             stats.retried += 1;
         }
@@ -166,12 +172,14 @@ pub(crate) async fn client_loop(
                 if counted {
                     let lat = end - sched;
                     let lag = begin.saturating_duration_since(sched);
+                    let mut stats = cx.stats();
                     stats.record(second, lat);
                     stats.record_script(si, Some(lat));
                     stats.late += u64::from(limit.is_some_and(|l| lat > l));
                     if scheduled.is_some() {
                         stats.record_lag(lag);
                     }
+                    drop(stats);
                     if plan.track_live {
                         plan.live.add(lat.as_micros() as u64);
                         if scheduled.is_some() {
@@ -194,14 +202,16 @@ pub(crate) async fn client_loop(
                 ) || (kind == Some(FailureKind::Other) && plan.continue_on_error);
                 if !continues {
                     let msg = abort_message(plan, st.id, si, &e);
-                    abort(cx, st, stats, msg);
+                    abort(cx, st, msg);
                     return session;
                 }
                 let kind = kind.expect("an SQL failure");
                 st.count_error(si, e.step(), false);
                 if counted {
+                    let mut stats = cx.stats();
                     stats.record_failure_of(second, kind, || e.describe());
                     stats.record_script(si, None);
+                    drop(stats);
                     if plan.track_live {
                         plan.live.failures.fetch_add(1, Ordering::Relaxed);
                     }
@@ -229,7 +239,7 @@ pub(crate) async fn client_loop(
             let t0 = Instant::now();
             s.close().await;
             if counted {
-                stats.conn_us += us(t0.elapsed());
+                cx.stats().conn_us += us(t0.elapsed());
             }
         }
     }
@@ -249,8 +259,9 @@ fn log(cx: &Ctx<'_>, st: &ClientState, si: usize, outcome: TxOutcome, lag_us: f6
     }
 }
 
-fn abort(cx: &Ctx<'_>, st: &ClientState, stats: &mut ClientStats, msg: String) {
+fn abort(cx: &Ctx<'_>, st: &ClientState, msg: String) {
     tracing::error!(client = st.id, "{msg}");
+    let mut stats = cx.stats();
     stats.aborted += 1;
     stats.first_error.get_or_insert(msg);
     if cx.plan.exit_on_abort {

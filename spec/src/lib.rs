@@ -12,6 +12,7 @@ mod order;
 mod parse;
 mod planning;
 mod probe;
+mod progress;
 mod raw;
 mod reserved;
 mod script;
@@ -28,11 +29,12 @@ pub use memory::{
 };
 pub use model::*;
 pub use probe::{PROBE_CHUNKS_KB, parse_size, spec_kind};
+pub use progress::BuildProgress;
 pub use reserved::RESERVED_SETTINGS;
 pub use script::{
     DataInit, Files, PgbenchInit, PgbenchOptions, ScriptSource, UserFile, WeightedScript,
 };
-pub use state::{JobKind, JobState, RunState, Stage, WorkloadName};
+pub use state::{BuildStep, JobKind, JobState, RunState, Stage, WorkloadName};
 pub use stored::JobPlan;
 pub use validate::validate_configure_flag;
 

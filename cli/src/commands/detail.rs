@@ -46,6 +46,9 @@ pub fn render_job(job: &GetJobResponse) -> String {
         if !j.waiting.is_empty() {
             let _ = writeln!(out, "{}", j.waiting);
         }
+        if let Some(line) = crate::runs::build_line(j) {
+            let _ = writeln!(out, "{line}");
+        }
     }
     let mut t = table(&runs_table_header());
     for r in &job.runs {

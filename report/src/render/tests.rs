@@ -34,6 +34,7 @@ fn single_run_cells_show_no_spread() {
         cells: vec![cell("a", 1)],
         catalog_path: String::new(),
         by_metric: Vec::new(),
+        ..Default::default()
     };
     let (_, rows) = table_rows(&r.cells, false);
     // n/runs, mean, stddev, CV, CI
@@ -53,6 +54,7 @@ fn csv_and_markdown_escape_their_separators() {
         cells: vec![cell("a,b \"x\"", 2), cell("c|d", 2)],
         catalog_path: String::new(),
         by_metric: Vec::new(),
+        ..Default::default()
     };
     let csv = render_results(&r, Format::Csv);
     assert!(
@@ -123,6 +125,7 @@ fn workload_metrics_travel_in_every_format() {
                 cells: vec![metric_cell("new_order.p90_ms", "ms", 12.5)],
             },
         ],
+        ..Default::default()
     };
     let json: serde_json::Value =
         serde_json::from_str(&render_results(&r, Format::Json)).expect("json");
@@ -311,4 +314,49 @@ fn without_exclusion_or_target_the_extra_columns_stay_away() {
     // compare: no "compared on" column (every cell is compared on the job).
     let (head, _) = table_rows(&judged_cells(), true);
     assert!(!head.iter().any(|h| h == "compared on"), "{head:?}");
+}
+
+#[test]
+fn host_warnings_are_named_under_the_table() {
+    let r = QueryResultsResponse {
+        job_id: "j".into(),
+        cells: vec![cell("a", 2)],
+        host_warnings: vec![
+            blocklab_proto::v1::HostWarning {
+                warning: "load: 3.10 (1-minute average; 4 runnable): other processes are busy"
+                    .into(),
+                runs: 2,
+            },
+            blocklab_proto::v1::HostWarning {
+                warning: "transparent huge pages: always".into(),
+                runs: 1,
+            },
+        ],
+        runs_done: 3,
+        ..Default::default()
+    };
+    let table = render_results(&r, Format::Table);
+    let tail: Vec<&str> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("warnings on the database host"))
+        .take(3)
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "warnings on the database host during the runs (blocklab-agent doctor):",
+            "  load: 3.10 (1-minute average; 4 runnable): other processes are busy (2 of 3 runs)",
+            "  transparent huge pages: always (1 of 3 runs)",
+        ]
+    );
+    let md = render_results(&r, Format::Markdown);
+    assert!(
+        md.contains("- transparent huge pages: always (1 of 3 runs)\n"),
+        "{md}"
+    );
+    let quiet = QueryResultsResponse {
+        cells: vec![cell("a", 2)],
+        ..Default::default()
+    };
+    assert!(!render_results(&quiet, Format::Table).contains("warnings on"));
 }

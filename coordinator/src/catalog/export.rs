@@ -370,6 +370,7 @@ impl From<&JobRecord> for JobSummary {
             headline_metric: j.headline_metric.clone(),
             waiting: j.waiting.clone().unwrap_or_default(),
             build: j.build_progress.as_ref().map(build_progress_wire),
+            rerun_of: j.rerun_of.clone().unwrap_or_default(),
         }
     }
 }

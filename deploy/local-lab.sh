@@ -2,9 +2,15 @@
 # loopback from the release binaries, stops them on exit, and waits until both hosts attach.
 # Needs deploy/setup.sh sourced first. Sets: bin, demo_dir, catalog, BLOCKLAB_COORDINATOR.
 
-echo "building blocklab (release)"
-cargo build --release --locked --bins
-bin=$PWD/target/release
+# BLOCKLAB_BIN_DIR=DIR uses the binaries in DIR (e.g. target/debug) instead of building.
+if [ -n "${BLOCKLAB_BIN_DIR:-}" ]; then
+  bin=$(cd "$BLOCKLAB_BIN_DIR" && pwd)
+  echo "using the blocklab binaries in $bin"
+else
+  echo "building blocklab (release)"
+  cargo build --release --locked --bins
+  bin=$PWD/target/release
+fi
 
 demo_dir=${BLOCKLAB_DEMO_DIR:-/var/lib/blocklab/demo}
 port=${BLOCKLAB_DEMO_PORT:-7400}

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what blocklab's demo and tests need on Debian, idempotently:
-#   - apt packages (compiler toolchain for PostgreSQL, sqlite3, iproute2, PostgreSQL client tools,
-#     chromium for the dashboard test in headless mode)
+#   - apt packages: what the demo needs (the compiler toolchain for PostgreSQL, bzip2,
+#     sqlite3, dpkg-dev for the source download) and, unless BLOCKLAB_SETUP_FOR=demo (set by
+#     deploy/demo.sh), what only the tests need (iproute2 for network namespaces, Debian's
+#     PostgreSQL 15 binaries, chromium for the dashboard test in headless mode, curl, time)
 #   - the unprivileged OS user that runs initdb/postgres ("blocklab")
 #   - the PostgreSQL 15 release tarball, from Debian's source package (works offline from
 #     the Debian mirror), cached under /var/cache/blocklab/src
@@ -19,10 +21,14 @@ if [ "$(id -u)" -ne 0 ]; then
   SUDO="sudo"
 fi
 
+pkgs=(build-essential pkg-config libreadline-dev zlib1g-dev bzip2 ca-certificates sqlite3 procps dpkg-dev)
+case "${BLOCKLAB_SETUP_FOR:-test}" in
+  demo) ;;
+  test) pkgs+=(iproute2 time postgresql-15 postgresql-client-15 chromium curl) ;;
+  *) echo "setup: BLOCKLAB_SETUP_FOR=$BLOCKLAB_SETUP_FOR (allowed: demo, test)" >&2; exit 1 ;;
+esac
 need_pkgs=()
-for pkg in build-essential pkg-config libreadline-dev zlib1g-dev bzip2 ca-certificates \
-           sqlite3 iproute2 procps time postgresql-15 postgresql-client-15 dpkg-dev \
-           chromium curl; do
+for pkg in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$pkg")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then

@@ -28,6 +28,9 @@ pub struct HostFacts {
     pub build_cache: Option<FsFacts>,
     pub data_dir: Option<FsFacts>,
     pub wal_dir: Option<FsFacts>,
+    /// What makes benchmarks noisy on this host now, as `check: value` (the warnings of
+    /// `blocklab-agent doctor`, filled in by the hello).
+    pub warnings: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -99,6 +102,7 @@ pub fn collect(dirs: &FactDirs<'_>, compiler: &str) -> HostFacts {
         build_cache: fs_facts(dirs.build_cache, &mounts),
         data_dir: fs_facts(dirs.data_root, &mounts),
         wal_dir: fs_facts(dirs.wal_root, &mounts),
+        warnings: Vec::new(),
     }
 }
 

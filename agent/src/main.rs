@@ -87,8 +87,40 @@ fn parse_port_range(s: &str) -> anyhow::Result<(u16, u16)> {
     Ok((a, b))
 }
 
+/// `blocklab-agent doctor`: the checks that make benchmarks noisy on this host.
+#[derive(clap::Parser, Debug)]
+#[command(
+    name = "blocklab-agent doctor",
+    about = "print what on this host makes benchmarks noisy (ok or warn per check); exits 0 with warnings"
+)]
+struct DoctorArgs {
+    /// Agent state directory (default for the data and WAL roots).
+    #[arg(long, env = "BLOCKLAB_WORK_DIR", default_value = blocklab_agent::DEFAULT_WORK_DIR)]
+    work_dir: PathBuf,
+    /// Where run directories go (default WORK_DIR/runs).
+    #[arg(long, env = "BLOCKLAB_DATA_ROOT")]
+    data_root: Option<PathBuf>,
+    /// Where WAL goes for runs with separate_wal (default WORK_DIR/wal).
+    #[arg(long, env = "BLOCKLAB_WAL_ROOT")]
+    wal_root: Option<PathBuf>,
+}
+
+fn doctor(argv: impl Iterator<Item = std::ffi::OsString>) -> anyhow::Result<()> {
+    let args = <DoctorArgs as clap::Parser>::parse_from(argv);
+    let mut config = AgentConfig::default_for(blocklab_daemon::DEFAULT_COORDINATOR);
+    config.work_dir = args.work_dir;
+    config.data_root = args.data_root;
+    config.wal_root = args.wal_root;
+    let checks = blocklab_agent::doctor::checks(&config.data_root(), &config.wal_root());
+    print!("{}", blocklab_agent::doctor::render(&checks));
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    if std::env::args_os().nth(1).is_some_and(|a| a == "doctor") {
+        return doctor(std::env::args_os().skip(1));
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

@@ -83,6 +83,14 @@ enum Command {
     /// Cancel a job: its load and servers stop within seconds, its runs are marked cancelled.
     #[command(after_help = CANCEL_EXAMPLES)]
     Cancel { job_id: String },
+    /// Submit a job's stored spec and files again (a reproduction); prints the new job id.
+    #[command(after_help = RERUN_EXAMPLES)]
+    Rerun {
+        job_id: String,
+        /// Keep the job's run-order and pgbench random seeds (default: new ones).
+        #[arg(long)]
+        same_seed: bool,
+    },
     /// One row per cell: proven block sizes, n, mean, stddev, CV, 95% CI, % change vs the
     /// baseline with its 95% CI, Welch's p-value, verdict, suspect runs.
     #[command(after_help = RESULTS_EXAMPLES, after_long_help = RESULTS_LONG_HELP)]
@@ -137,6 +145,7 @@ const HOSTS_EXAMPLES: &str =
     "Examples:\n  blocklab hosts\n  blocklab hosts --format csv\n  blocklab hosts --facts";
 const BUILDS_EXAMPLES: &str = "Examples:\n  blocklab builds\n  blocklab builds --format markdown";
 const WATCH_EXAMPLES: &str = "Examples:\n  blocklab watch 6f1c...-uuid\n  blocklab watch 6f1c...-uuid | tee watch.log   (plain lines when not a terminal)";
+const RERUN_EXAMPLES: &str = "Examples:\n  blocklab rerun 6f1c...-uuid\n  blocklab rerun 6f1c...-uuid --same-seed\n  blocklab compare 6f1c...-uuid NEW_JOB_ID";
 const CANCEL_EXAMPLES: &str = "Examples:\n  blocklab cancel 6f1c...-uuid";
 const PLOT_EXAMPLES: &str = "Examples:\n  blocklab plot 6f1c...-uuid --out charts/\n  blocklab plot 6f1c...-uuid --metric latency_p99_ms --out charts/";
 const REPORT_EXAMPLES: &str = "Examples:\n  blocklab report 6f1c...-uuid\n  blocklab report 6f1c...-uuid --metric latency_p99_ms --out report.html";
@@ -295,6 +304,20 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             println!(
                 "job {job_id}: {} ({} queued runs cancelled)",
                 r.state, r.runs_cancelled
+            );
+        }
+        Command::Rerun { job_id, same_seed } => {
+            let mut client = connect().await?;
+            let r = client
+                .rerun_job(blocklab_proto::v1::RerunJobRequest {
+                    job_id: job_id.clone(),
+                    same_seed,
+                })
+                .await?
+                .into_inner();
+            println!(
+                "submitted job {} (rerun of {job_id}): {} cells, {} runs",
+                r.job_id, r.cells, r.runs
             );
         }
         Command::Completions { shell } => {

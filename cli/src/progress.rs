@@ -86,12 +86,18 @@ fn show(bar: &ProgressBar, ev: &JobEvent) {
         bar.set_position(u64::from(j.runs_done + j.runs_failed));
         if !j.waiting.is_empty() {
             bar.set_message(j.waiting.clone());
+        } else if let Some(line) = crate::runs::build_line(j) {
+            bar.set_message(line);
         }
     }
     if let Some(r) = &ev.run {
         if finished(run_state(r)) {
             bar.println(run_line(r));
-        } else if ev.job.as_ref().is_none_or(|j| j.waiting.is_empty()) {
+        } else if ev
+            .job
+            .as_ref()
+            .is_none_or(|j| j.waiting.is_empty() && j.build.is_none())
+        {
             bar.set_message(stage_message(r));
         }
     }

@@ -30,3 +30,18 @@ pub fn run_result(r: &RunInfo) -> String {
         unit => format!("{} {value} {unit}", r.headline_metric),
     }
 }
+
+/// The line of the build a job is making now ("building 16K/8K: make 43%, ~1m10s left");
+/// `None` while it builds nothing or the report names a step this CLI does not know.
+pub fn build_line(j: &blocklab_proto::v1::JobSummary) -> Option<String> {
+    let b = j.build.as_ref()?;
+    let progress = blocklab_spec::BuildProgress {
+        block_size_kb: b.block_size_kb,
+        wal_block_size_kb: b.wal_block_size_kb,
+        step: b.step.parse().ok()?,
+        percent: b.percent,
+        estimated: b.estimated,
+        eta_seconds: b.eta_seconds.map(u64::from),
+    };
+    Some(progress.to_string())
+}

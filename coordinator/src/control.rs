@@ -105,6 +105,41 @@ impl Control for ControlService {
         }))
     }
 
+    async fn rerun_job(
+        &self,
+        request: Request<RerunJobRequest>,
+    ) -> Result<Response<SubmitJobResponse>, Status> {
+        let req = request.into_inner();
+        check_job_id(&req.job_id)?;
+        let catalog = &self.scheduler.catalog;
+        let old = catalog.job(&req.job_id).await?;
+        let stored = catalog.job_plan(&req.job_id).await?;
+        let files: Files = stored
+            .user_files()
+            .into_iter()
+            .map(|(_, f)| (f.name.clone(), f.text.clone()))
+            .collect();
+        let (order_seed, random_seed) = if req.same_seed {
+            (old.seed, stored.random_seed().unwrap_or_else(new_seed))
+        } else {
+            (None, new_seed())
+        };
+        let job = JobPlan::parse_with(&old.spec_toml, order_seed, &files)
+            .map_err(|e| status(&e))?
+            .with_random_seed(random_seed);
+        let job_id = catalog
+            .insert_job_rerun(&old.spec_toml, &job, Some(&req.job_id))
+            .await?;
+        let (cells, runs) = job.size();
+        tracing::info!(job_id = %job_id, rerun_of = %req.job_id, same_seed = req.same_seed, cells, runs, "job resubmitted");
+        self.scheduler.start_job(job_id.clone());
+        Ok(Response::new(SubmitJobResponse {
+            job_id,
+            cells: u32::try_from(cells).unwrap_or(u32::MAX),
+            runs: u32::try_from(runs).unwrap_or(u32::MAX),
+        }))
+    }
+
     async fn list_jobs(
         &self,
         _: Request<ListJobsRequest>,

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use blocklab_proto::v1::fleet_client::FleetClient;
 use blocklab_proto::v1::{
-    BuildResult, CoordinatorMessage, Heartbeat, Hello, HostMessage, ListBuildsResult, Role,
-    RunLoadResult, TaskError, TaskProgress, TaskResult, coordinator_message, host_message,
-    task_result,
+    BuildProgress, BuildResult, CoordinatorMessage, Heartbeat, Hello, HostMessage,
+    ListBuildsResult, Role, RunLoadResult, TaskError, TaskProgress, TaskResult,
+    coordinator_message, host_message, task_result,
 };
 use tokio_stream::StreamExt as _;
 use tonic::transport::Channel;
@@ -87,6 +87,19 @@ fn message(b: &mut Bytes<'_>) -> HostMessage {
                 .byte()
                 .is_multiple_of(2)
                 .then(|| f64::from(b.byte()) - 10.0),
+            build: b.byte().is_multiple_of(3).then(|| BuildProgress {
+                block_size_kb: u32::from(b.byte()),
+                wal_block_size_kb: u32::from(b.byte()),
+                step: b
+                    .pick(&["fetch", "configure", "make", "install", "bogus"])
+                    .to_string(),
+                percent: b
+                    .byte()
+                    .is_multiple_of(2)
+                    .then(|| f64::from(b.byte()) - 20.0),
+                estimated: b.byte().is_multiple_of(2),
+                eta_seconds: b.byte().is_multiple_of(2).then(|| u32::from(b.byte())),
+            }),
         })),
         3 => {
             let outcome = match b.byte() % 5 {

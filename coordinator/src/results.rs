@@ -26,12 +26,18 @@ pub async fn query_results(
     let export = export::export_job(catalog, job_id, false).await?;
     let metric = resolve(metric, &export)?;
     let r = blocklab_report::results(&export, &metric);
+    let (warnings, runs_done) = catalog.run_host_warnings(job_id).await?;
     Ok(QueryResultsResponse {
         job_id: job_id.to_string(),
         cells: r.cells,
         catalog_path: catalog_path.to_string(),
         by_metric: r.by_metric,
         own_workload: blocklab_report::own_workload(&export),
+        host_warnings: warnings
+            .into_iter()
+            .map(|(warning, runs)| blocklab_proto::v1::HostWarning { warning, runs })
+            .collect(),
+        runs_done,
     })
 }
 

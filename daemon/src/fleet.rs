@@ -64,7 +64,33 @@ impl ProgressSink {
         self.send(Stage::Measuring, "", Some(live_tps)).await;
     }
 
+    /// Reports how far a build has got (stage `building`).
+    pub async fn build(&self, progress: &blocklab_spec::BuildProgress) {
+        let build = blocklab_proto::v1::BuildProgress {
+            block_size_kb: progress.block_size_kb,
+            wal_block_size_kb: progress.wal_block_size_kb,
+            step: progress.step.as_str().to_string(),
+            percent: progress.percent,
+            estimated: progress.estimated,
+            eta_seconds: progress
+                .eta_seconds
+                .map(|s| u32::try_from(s).unwrap_or(u32::MAX)),
+        };
+        self.send_report(Stage::Building, "", None, Some(build))
+            .await;
+    }
+
     async fn send(&self, stage: Stage, message: &str, live_tps: Option<f64>) {
+        self.send_report(stage, message, live_tps, None).await;
+    }
+
+    async fn send_report(
+        &self,
+        stage: Stage,
+        message: &str,
+        live_tps: Option<f64>,
+        build: Option<blocklab_proto::v1::BuildProgress>,
+    ) {
         let msg = HostMessage {
             kind: Some(host_message::Kind::Progress(TaskProgress {
                 task_id: self.task_id.clone(),
@@ -73,10 +99,24 @@ impl ProgressSink {
                 stage: stage.as_str().to_string(),
                 message: message.to_string(),
                 live_tps,
+                build,
             })),
         };
         // A closed session only means the coordinator will not see this report.
         let _ = self.tx.send(msg).await;
+    }
+
+    /// A sink whose reports arrive on the returned receiver, for running a handler outside
+    /// a session and looking at what it reported.
+    pub fn channel(capacity: usize) -> (Self, mpsc::Receiver<HostMessage>) {
+        let (tx, rx) = mpsc::channel(capacity);
+        let sink = Self {
+            tx,
+            task_id: String::new(),
+            run_id: String::new(),
+            attempt: 0,
+        };
+        (sink, rx)
     }
 
     /// A sink that goes nowhere, for running handlers outside a session (tests, standalone).

@@ -13,6 +13,7 @@ mod order;
 mod parse;
 mod planning;
 mod probe;
+mod progress;
 mod raw;
 mod reserved;
 mod script;
@@ -29,11 +30,12 @@ pub use memory::{
 };
 pub use model::*;
 pub use probe::{PROBE_CHUNKS_KB, parse_size, spec_kind};
+pub use progress::BuildProgress;
 pub use reserved::RESERVED_SETTINGS;
 pub use script::{
     DataInit, Files, PgbenchInit, PgbenchOptions, ScriptSource, UserFile, WeightedScript,
 };
-pub use state::{HostRole, JobKind, JobState, RunState, Stage, WorkloadName};
+pub use state::{BuildStep, HostRole, JobKind, JobState, RunState, Stage, WorkloadName};
 pub use stored::JobPlan;
 pub use validate::validate_configure_flag;
 

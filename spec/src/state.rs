@@ -155,6 +155,17 @@ named_enum!(
     }
 );
 
+named_enum!(
+    /// The step a PostgreSQL build is at, as the agent reports it while it builds.
+    BuildStep, "build step", {
+        /// Fetching (download, clone) and unpacking the source.
+        Fetch = "fetch",
+        Configure = "configure",
+        Make = "make",
+        Install = "install",
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +180,9 @@ mod tests {
         }
         for s in JobState::ALL {
             assert_eq!(s.as_str().parse::<JobState>(), Ok(*s));
+        }
+        for s in BuildStep::ALL {
+            assert_eq!(s.as_str().parse::<BuildStep>(), Ok(*s));
         }
         let e = "measure".parse::<Stage>().unwrap_err();
         assert_eq!(

@@ -106,6 +106,12 @@ impl Lab {
     /// Starts a coordinator, an agent and the workers `opts` asks for, and waits until all
     /// of them are attached.
     pub async fn start_with(opts: LabOptions) -> Self {
+        Self::start_with_cache(opts, build_cache()).await
+    }
+
+    /// Like [`Lab::start_with`], with the agents building into `cache` instead of the shared
+    /// build cache (a fresh one makes every build a cold build).
+    pub async fn start_with_cache(opts: LabOptions, cache: PathBuf) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()))
             .with_test_writer()
@@ -149,7 +155,7 @@ impl Lab {
             } else {
                 format!("agent-{i}")
             });
-            agent.build_cache = build_cache();
+            agent.build_cache = cache.clone();
             agent.pg_user = Some(pg_user());
             if i > 0 {
                 // Agents on one address pick their servers' ports from ranges of their own.

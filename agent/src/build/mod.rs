@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blocklab_daemon::fleet::ProgressSink;
+use blocklab_spec::{BuildProgress, BuildStep};
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
@@ -22,6 +23,7 @@ use crate::process::{Cmd, RunAs};
 use crate::users::own_dir;
 use source::{SourceTree, prepare};
 
+pub mod progress;
 pub mod source;
 
 pub const MARKER: &str = ".blocklab-complete";
@@ -29,6 +31,8 @@ const CONFIGURE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 const MAKE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often `make`'s objects are counted while it runs.
+const MAKE_TICK: Duration = Duration::from_secs(2);
 
 /// Contents of the completion marker. Fields added later default, so older markers stay
 /// valid (a marker that does not parse makes the build count as unfinished).
@@ -127,6 +131,7 @@ impl BuildCache {
         progress: Option<&ProgressSink>,
     ) -> Result<Build, AgentError> {
         own_dir(&self.root, &self.run_as)?;
+        report(progress, spec, BuildStep::Fetch).await;
         let tree = prepare(&self.root, &spec.source, &self.run_as, progress).await?;
         let compiler = self.compiler().await;
         let old = major_version(&tree.version) < 11;
@@ -237,12 +242,7 @@ impl BuildCache {
         old: bool,
         progress: Option<&ProgressSink>,
     ) -> Result<(), AgentError> {
-        let say = |m: &'static str| async move {
-            if let Some(p) = progress {
-                p.stage(blocklab_spec::Stage::Building, m).await;
-            }
-        };
-        say("configure").await;
+        report(progress, spec, BuildStep::Configure).await;
         let mut prefix_arg = std::ffi::OsString::from("--prefix=");
         prefix_arg.push(prefix);
         let mut configure = Cmd::new("configure", tree.dir.join("configure"), CONFIGURE_TIMEOUT)
@@ -267,11 +267,11 @@ impl BuildCache {
         as_builder(configure)
             .run_logged(&logs.join("configure.log"))
             .await?;
-        say("make").await;
-        as_builder(Cmd::new("make", "make", MAKE_TIMEOUT).arg(format!("-j{}", self.make_jobs)))
-            .run_logged(&logs.join("build.log"))
+        let make =
+            as_builder(Cmd::new("make", "make", MAKE_TIMEOUT).arg(format!("-j{}", self.make_jobs)));
+        self.make_with_progress(make, spec, tree, scratch, &logs.join("build.log"), progress)
             .await?;
-        say("make install").await;
+        report(progress, spec, BuildStep::Install).await;
         as_builder(Cmd::new("make install", "make", INSTALL_TIMEOUT).arg("install"))
             .run_logged(&logs.join("install.log"))
             .await?;
@@ -279,6 +279,88 @@ impl BuildCache {
         tokio::task::spawn_blocking(move || make_world_readable(&p))
             .await
             .map_err(|e| AgentError::Other(format!("permission walk panicked: {e}")))?
+    }
+}
+
+impl BuildCache {
+    /// Runs `make`, reporting the share of objects compiled (see [`progress`]) each time its
+    /// whole percent changes; records the object count and duration for the next build.
+    async fn make_with_progress(
+        &self,
+        make: Cmd,
+        spec: &BuildSpec,
+        tree: &SourceTree,
+        scratch: &Path,
+        log: &Path,
+        sink: Option<&ProgressSink>,
+    ) -> Result<(), AgentError> {
+        let history = progress::read_history(&self.root, &tree.digest);
+        let meter = {
+            let dir = tree.dir.clone();
+            let h = history.clone();
+            tokio::task::spawn_blocking(move || progress::MakeMeter::new(h.as_ref(), &dir))
+                .await
+                .map_err(|e| AgentError::Other(format!("object estimate panicked: {e}")))?
+        };
+        tracing::info!(expected_objects = meter.expected_objects, estimated = meter.estimated, earlier_seconds = ?meter.earlier_seconds, "make started");
+        let started = Instant::now();
+        let run = make.run_logged(log);
+        tokio::pin!(run);
+        let mut tick = tokio::time::interval(MAKE_TICK);
+        let mut last_percent = None;
+        let outcome = loop {
+            tokio::select! {
+                r = &mut run => break r,
+                _ = tick.tick() => {
+                    let done = count_objects_of(scratch).await;
+                    let (percent, eta) = meter.reading(done, started.elapsed().as_secs_f64());
+                    let whole = percent.floor() as u64;
+                    if last_percent != Some(whole) {
+                        last_percent = Some(whole);
+                        let p = BuildProgress {
+                            block_size_kb: spec.block_size_kb,
+                            wal_block_size_kb: spec.wal_block_size_kb,
+                            step: BuildStep::Make,
+                            percent: Some(percent),
+                            estimated: meter.estimated,
+                            eta_seconds: eta,
+                        };
+                        tracing::debug!(objects = done, percent, eta_seconds = ?eta, "make progress");
+                        if let Some(s) = sink {
+                            s.build(&p).await;
+                        }
+                    }
+                }
+            }
+        };
+        outcome?;
+        let objects = count_objects_of(scratch).await;
+        let seconds = started.elapsed().as_secs_f64();
+        tracing::info!(objects, seconds, "make finished");
+        progress::record_make(&self.root, &tree.digest, objects, seconds);
+        Ok(())
+    }
+}
+
+async fn count_objects_of(dir: &Path) -> u64 {
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || progress::count_objects(&dir))
+        .await
+        .unwrap_or(0)
+}
+
+/// Reports a build's step (without a percentage).
+async fn report(sink: Option<&ProgressSink>, spec: &BuildSpec, step: BuildStep) {
+    if let Some(s) = sink {
+        s.build(&BuildProgress {
+            block_size_kb: spec.block_size_kb,
+            wal_block_size_kb: spec.wal_block_size_kb,
+            step,
+            percent: None,
+            estimated: false,
+            eta_seconds: None,
+        })
+        .await;
     }
 }
 

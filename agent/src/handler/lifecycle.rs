@@ -45,7 +45,9 @@ impl AgentHandler {
                 data_root: &data_root,
                 wal_root: &wal_root,
             };
-            crate::facts::collect(&dirs, &compiler)
+            let mut facts = crate::facts::collect(&dirs, &compiler);
+            facts.warnings = crate::doctor::warnings(&crate::doctor::checks(&data_root, &wal_root));
+            facts
         })
         .await;
         match facts.map(|f| serde_json::to_string(&f)) {

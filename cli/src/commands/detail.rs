@@ -46,6 +46,12 @@ pub fn render_job(job: &GetJobResponse) -> String {
         if !j.waiting.is_empty() {
             let _ = writeln!(out, "{}", j.waiting);
         }
+        if !j.rerun_of.is_empty() {
+            let _ = writeln!(out, "rerun of: {}", j.rerun_of);
+        }
+        if let Some(line) = crate::runs::build_line(j) {
+            let _ = writeln!(out, "{line}");
+        }
     }
     let mut t = table(&runs_table_header());
     for r in &job.runs {

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use blocklab_spec::{JobSpec, Plan, Spec};
+use blocklab_spec::{JobSpec, Plan, Spec, WorkloadKind};
 
 use super::table::table;
 
@@ -22,6 +22,21 @@ pub fn render_job_plan(spec: &JobSpec) -> String {
             p.fsync_writes,
             p.repetitions
         ),
+    }
+}
+
+/// One workload variant in the words of its kind.
+fn variant_line(w: &blocklab_spec::Workload) -> String {
+    match w.kind {
+        WorkloadKind::Pgbench => format!(
+            "{} for {} (warm-up {}) protocol {}, {} thread(s)",
+            w.pgbench.describe(&w.builtin),
+            humantime::format_duration(w.duration),
+            humantime::format_duration(w.warmup),
+            w.protocol,
+            w.threads
+        ),
+        _ => w.describe(),
     }
 }
 
@@ -86,15 +101,7 @@ pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
     }
     let _ = writeln!(out, "{runs}");
     for (name, w) in &spec.workload_variants {
-        let _ = writeln!(
-            out,
-            "workload {name}: {} for {} (warm-up {}) protocol {}, {} thread(s)",
-            w.pgbench.describe(&w.builtin),
-            humantime::format_duration(w.duration),
-            humantime::format_duration(w.warmup),
-            w.protocol,
-            w.threads
-        );
+        let _ = writeln!(out, "workload {name}: {}", variant_line(w));
     }
     for (name, src) in &spec.sources {
         let _ = writeln!(out, "source {name}: {}", src.describe());

@@ -397,6 +397,20 @@ impl From<&JobRecord> for JobSummary {
             workload: j.workload.clone(),
             headline_metric: j.headline_metric.clone(),
             waiting: j.waiting.clone().unwrap_or_default(),
+            build: j.build_progress.as_ref().map(build_progress_wire),
+            rerun_of: j.rerun_of.clone().unwrap_or_default(),
         }
+    }
+}
+
+/// The wire form of a build's progress.
+fn build_progress_wire(b: &blocklab_spec::BuildProgress) -> blocklab_proto::v1::BuildProgress {
+    blocklab_proto::v1::BuildProgress {
+        block_size_kb: b.block_size_kb,
+        wal_block_size_kb: b.wal_block_size_kb,
+        step: b.step.as_str().to_string(),
+        percent: b.percent,
+        estimated: b.estimated,
+        eta_seconds: b.eta_seconds.map(|s| u32::try_from(s).unwrap_or(u32::MAX)),
     }
 }

@@ -9,13 +9,23 @@ impl Catalog {
     /// Stores a validated job (its spec text, its plan, its cells and runs) in one
     /// transaction.
     pub async fn insert_job(&self, spec_text: &str, job: &JobPlan) -> Result<String, CatalogError> {
+        self.insert_job_rerun(spec_text, job, None).await
+    }
+
+    /// Like `insert_job`, recording the job it reruns.
+    pub async fn insert_job_rerun(
+        &self,
+        spec_text: &str,
+        job: &JobPlan,
+        rerun_of: Option<&str>,
+    ) -> Result<String, CatalogError> {
         let job_id = uuid::Uuid::new_v4().to_string();
         let mut tx = self.write().await?;
         let (order, seed) = match job {
             JobPlan::Benchmark { spec, .. } => (spec.order.to_string(), spec.order.seed()),
             JobPlan::Probe(_) => ("interleaved".to_string(), None),
         };
-        sqlx::query("INSERT INTO jobs (job_id, name, spec_toml, state, run_order, seed, created_at, plan_json, kind, workload, headline_metric, random_seed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        sqlx::query("INSERT INTO jobs (job_id, name, spec_toml, state, run_order, seed, created_at, plan_json, kind, workload, headline_metric, random_seed, rerun_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
             .bind(&job_id)
             .bind(job.name())
             .bind(spec_text)
@@ -28,6 +38,7 @@ impl Catalog {
             .bind(job.workload())
             .bind(job.headline_metric())
             .bind(job.random_seed().map(|s| s as i64))
+            .bind(rerun_of)
             .execute(&mut *tx)
             .await?;
         super::user_load::insert_job_files(&mut tx, &job_id, job).await?;

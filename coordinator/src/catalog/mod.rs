@@ -257,6 +257,27 @@ impl Catalog {
         Ok(())
     }
 
+    /// Records the latest progress of the build a job is making (`None`: none now). Only a
+    /// building job keeps one.
+    pub async fn set_build_progress(
+        &self,
+        job_id: &str,
+        build: Option<&blocklab_spec::BuildProgress>,
+    ) -> Result<(), CatalogError> {
+        let text = build.map(|b| serde_json::to_string(b).unwrap_or_default());
+        let mut tx = self.write().await?;
+        sqlx::query(
+            "UPDATE jobs SET build_progress = ? WHERE job_id = ? AND (state = 'building' OR ? IS NULL)",
+        )
+        .bind(&text)
+        .bind(job_id)
+        .bind(&text)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     pub async fn set_job_state(
         &self,
         job_id: &str,
@@ -270,7 +291,8 @@ impl Catalog {
             "UPDATE jobs SET state = ?, error = coalesce(?, error),
                started_at = CASE WHEN started_at IS NULL AND ? NOT IN ('queued') THEN ? ELSE started_at END,
                finished_at = CASE WHEN ? THEN ? ELSE finished_at END,
-               waiting = CASE WHEN ? THEN NULL ELSE waiting END
+               waiting = CASE WHEN ? THEN NULL ELSE waiting END,
+               build_progress = CASE WHEN ? = 'building' THEN build_progress ELSE NULL END
              WHERE job_id = ? AND state <> 'cancelled'",
         )
         .bind(state)
@@ -280,6 +302,7 @@ impl Catalog {
         .bind(finished)
         .bind(now())
         .bind(finished)
+        .bind(state)
         .bind(job_id)
         .execute(&mut *tx)
         .await?;

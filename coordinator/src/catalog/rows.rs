@@ -9,14 +9,14 @@ use super::error::CatalogError;
 
 pub(super) const JOB_SELECT_ALL: &str =
     "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.created_at, j.spec_toml, j.seed,
-  j.kind, j.workload, j.headline_metric, j.waiting,
+  j.kind, j.workload, j.headline_metric, j.waiting, j.build_progress, j.rerun_of,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id) AS runs_total,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'done') AS runs_done,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'failed') AS runs_failed
   FROM jobs j ORDER BY j.created_at";
 pub(super) const JOB_SELECT_ONE: &str =
     "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.created_at, j.spec_toml, j.seed,
-  j.kind, j.workload, j.headline_metric, j.waiting,
+  j.kind, j.workload, j.headline_metric, j.waiting, j.build_progress, j.rerun_of,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id) AS runs_total,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'done') AS runs_done,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'failed') AS runs_failed
@@ -76,6 +76,8 @@ struct JobRow {
     workload: String,
     headline_metric: String,
     waiting: Option<String>,
+    build_progress: Option<String>,
+    rerun_of: Option<String>,
     runs_total: i64,
     runs_done: i64,
     runs_failed: i64,
@@ -97,6 +99,10 @@ pub struct JobRecord {
     pub headline_metric: String,
     /// Why the job waits (for its database host, for client workers); `None` while it does not.
     pub waiting: Option<String>,
+    /// The latest progress of the build the job is making; `None` while it builds nothing.
+    pub build_progress: Option<blocklab_spec::BuildProgress>,
+    /// The job this one reruns (`blocklab rerun`).
+    pub rerun_of: Option<String>,
     pub runs_total: u32,
     pub runs_done: u32,
     pub runs_failed: u32,
@@ -124,6 +130,17 @@ impl TryFrom<JobRow> for JobRecord {
             workload: r.workload,
             headline_metric: r.headline_metric,
             waiting: r.waiting,
+            build_progress: match r.build_progress {
+                Some(text) => Some(serde_json::from_str(&text).map_err(|e| {
+                    CatalogError::Corrupt(UnknownName {
+                        what: "build progress",
+                        value: format!("{text} ({e})"),
+                        allowed: "the JSON of a build progress report".into(),
+                    })
+                })?),
+                None => None,
+            },
+            rerun_of: r.rerun_of,
             runs_total: small(r.runs_total),
             runs_done: small(r.runs_done),
             runs_failed: small(r.runs_failed),

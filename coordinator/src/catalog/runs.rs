@@ -1,7 +1,7 @@
 //! A run's life in the catalog: attempts, stages, proof of the server, outcomes (done,
 //! failed, lost, cancelled) and requeueing. Every write checks that the attempt is current.
 
-use sqlx::{Sqlite, Transaction};
+use sqlx::{Row, Sqlite, Transaction};
 
 use blocklab_spec::{JobState, Stage};
 
@@ -18,17 +18,51 @@ impl Catalog {
         let mut tx = self.write().await?;
         let attempt: i64 = sqlx::query_scalar(
             "UPDATE runs SET attempt = attempt + 1, state = 'running', stage = 'starting', error = NULL, log_tail = NULL,
-               db_host_id = ?, worker_host_id = ?, started_at = ?, finished_at = NULL
+               db_host_id = ?, worker_host_id = ?, started_at = ?, finished_at = NULL,
+               host_warnings = (SELECT json_extract(h.facts_json, '$.warnings') FROM hosts h WHERE h.host_id = ?)
              WHERE run_id = ? RETURNING attempt",
         )
         .bind(db_host)
         .bind((!worker.is_empty()).then_some(worker))
         .bind(now())
+        .bind(db_host)
         .bind(run_id)
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
         Ok(u32::try_from(attempt).unwrap_or(u32::MAX))
+    }
+
+    /// The warnings in force on the database host of a job's done runs, each with the number
+    /// of runs it held for (in the order they first appeared), and the number of done runs.
+    pub async fn run_host_warnings(
+        &self,
+        job_id: &str,
+    ) -> Result<(Vec<(String, u32)>, u32), CatalogError> {
+        let rows = sqlx::query(
+            "SELECT w.value AS warning, count(*) AS runs FROM runs r, json_each(r.host_warnings) w
+             WHERE r.job_id = ? AND r.state = 'done' AND json_valid(r.host_warnings)
+             GROUP BY w.value ORDER BY min(r.sequence), min(w.key)",
+        )
+        .bind(job_id)
+        .fetch_all(&self.reader)
+        .await?;
+        let warnings = rows
+            .iter()
+            .map(|row| {
+                let runs: i64 = row.try_get("runs")?;
+                Ok((
+                    row.try_get("warning")?,
+                    u32::try_from(runs).unwrap_or(u32::MAX),
+                ))
+            })
+            .collect::<Result<Vec<_>, CatalogError>>()?;
+        let done: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM runs WHERE job_id = ? AND state = 'done'")
+                .bind(job_id)
+                .fetch_one(&self.reader)
+                .await?;
+        Ok((warnings, u32::try_from(done).unwrap_or(u32::MAX)))
     }
 
     /// Moves a running attempt to a new stage; ignored if the attempt is no longer current.

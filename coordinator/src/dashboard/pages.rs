@@ -106,7 +106,14 @@ pub fn index(hosts: &[HostRecord], up: &[bool], jobs: &[JobRecord], catalog_path
                 .waiting
                 .as_deref()
                 .map(|w| format!("<br><small class=\"waiting\">{}</small>", esc(w)))
-                .unwrap_or_default(),
+                .into_iter()
+                .chain(j.build_progress.as_ref().map(|b| {
+                    format!(
+                        "<br><small class=\"build-progress\">{}</small>",
+                        esc(&b.to_string())
+                    )
+                }))
+                .collect::<String>(),
         );
     }
     out.push_str("</tbody></table>\n</body></html>\n");

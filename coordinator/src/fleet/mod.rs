@@ -220,6 +220,8 @@ pub enum Progress {
     Stage(Stage),
     /// Transactions per second over the last second of a measured window.
     Live(f64),
+    /// How far a build task has got.
+    Build(blocklab_spec::BuildProgress),
 }
 
 impl ProgressEvent {
@@ -228,6 +230,21 @@ impl ProgressEvent {
     fn from_wire(host_id: &str, p: TaskProgress) -> Option<Self> {
         let report = if let Some(tps) = p.live_tps {
             Progress::Live(tps)
+        } else if let Some(b) = p.build {
+            match b.step.parse() {
+                Ok(step) => Progress::Build(blocklab_spec::BuildProgress {
+                    block_size_kb: b.block_size_kb,
+                    wal_block_size_kb: b.wal_block_size_kb,
+                    step,
+                    percent: b.percent.filter(|v| v.is_finite()),
+                    estimated: b.estimated,
+                    eta_seconds: b.eta_seconds.map(u64::from),
+                }),
+                Err(e) => {
+                    tracing::warn!(host_id, task_id = %p.task_id, error = %e, "build progress ignored");
+                    return None;
+                }
+            }
         } else {
             match p.stage.parse::<Stage>() {
                 Ok(stage) => Progress::Stage(stage),

@@ -49,6 +49,8 @@ pub struct Scheduler {
     live: std::sync::Mutex<std::collections::HashMap<(String, String), f64>>,
     /// How busy each database host is; the queue for client workers.
     placement: Arc<placement::Placement>,
+    /// The build task each job is waiting for now: task id → job id.
+    build_tasks: std::sync::Mutex<std::collections::HashMap<String, String>>,
     /// Per running job: set to true when the job is cancelled.
     cancels: std::sync::Mutex<std::collections::HashMap<String, watch::Sender<bool>>>,
 }
@@ -62,6 +64,7 @@ impl Scheduler {
             placement: Arc::default(),
             cancels: std::sync::Mutex::new(std::collections::HashMap::new()),
             live: std::sync::Mutex::new(std::collections::HashMap::new()),
+            build_tasks: std::sync::Mutex::new(std::collections::HashMap::new()),
         })
     }
 
@@ -69,6 +72,12 @@ impl Scheduler {
         &self,
     ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, watch::Sender<bool>>> {
         self.cancels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn build_tasks(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, String>> {
+        self.build_tasks
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -148,6 +157,16 @@ impl Scheduler {
                     }) => {
                         this.live().insert((run_id, host_id), tps);
                         let _ = this.events.send(String::new());
+                    }
+                    Ok(ProgressEvent {
+                        report: Progress::Build(build),
+                        task_id,
+                        ..
+                    }) => {
+                        let job_id = this.build_tasks().get(&task_id).cloned();
+                        if let Some(job_id) = job_id {
+                            this.record_build_progress(&job_id, Some(&build)).await;
+                        }
                     }
                     Ok(ProgressEvent {
                         report: Progress::Stage(stage),
@@ -306,7 +325,15 @@ impl Scheduler {
             let kind = task::Kind::Build(BuildTask {
                 options: Some(build_options(spec, &point)),
             });
-            let failure = match agent.call("", 0, kind, BUILD_TIMEOUT).await {
+            let task_id = uuid::Uuid::new_v4().to_string();
+            self.build_tasks()
+                .insert(task_id.clone(), job_id.to_string());
+            let answer = agent
+                .call_with_id(&task_id, "", 0, kind, BUILD_TIMEOUT)
+                .await;
+            self.build_tasks().remove(&task_id);
+            self.record_build_progress(job_id, None).await;
+            let failure = match answer {
                 Ok(Outcome::Build(b)) => {
                     tracing::info!(job_id, build_key = %b.build_key, reused = b.reused, seconds = b.build_seconds, "build ready");
                     let rec = BuildRecord {
@@ -342,6 +369,22 @@ impl Scheduler {
             self.changed(job_id);
         }
         Ok(())
+    }
+}
+
+impl Scheduler {
+    /// Records the latest progress of the build a job is making (`None`: none now).
+    async fn record_build_progress(
+        &self,
+        job_id: &str,
+        build: Option<&blocklab_spec::BuildProgress>,
+    ) {
+        match self.catalog.set_build_progress(job_id, build).await {
+            Ok(()) => self.changed(job_id),
+            Err(e) => {
+                tracing::error!(job_id, error = %e, "cannot record build progress")
+            }
+        }
     }
 }
 

@@ -14,7 +14,7 @@ pub const A_16K: [f64; 3] = [1301.3, 1288.9, 1320.4];
 pub const A_32K: [f64; 3] = [1198.0, 1275.5, 9999.0];
 pub const B_8K: [f64; 3] = [1358.0, 1331.2, 1377.0];
 pub const SUSPECT: &str = "checkpoint in measured window";
-pub const DB_FACTS: &str = r#"{"cpu_model":"Test CPU 9000","cpu_logical":2,"memory_bytes":25769803776,"kernel":"6.1.0-test","filesystem":"ext4"}"#;
+pub const DB_FACTS: &str = r#"{"cpu_model":"Test CPU 9000","cpu_logical":2,"memory_bytes":25769803776,"kernel":"6.1.0-test","filesystem":"ext4","warnings":["swap in use: 2048 kB: pages come back from disk"]}"#;
 
 pub struct Fixture {
     pub _dir: tempfile::TempDir,

@@ -135,6 +135,21 @@ async fn results_render_in_every_format() {
     ] {
         assert!(table.contains(want), "table lacks {want:?}:\n{table}");
     }
+    // Every run began while its database host reported swap in use (its facts' warnings).
+    assert_eq!(
+        r.host_warnings,
+        vec![HostWarning {
+            warning: "swap in use: 2048 kB: pages come back from disk".into(),
+            runs: 9,
+        }]
+    );
+    assert_eq!(r.runs_done, 9);
+    assert!(
+        table.contains(
+            "warnings on the database host during the runs (blocklab-agent doctor):\n  swap in use: 2048 kB: pages come back from disk (9 of 9 runs)\n"
+        ),
+        "{table}"
+    );
     let md = report::render::render_results(&r, Format::Markdown);
     keep("results.md", &md);
     keep("results.txt", &table);

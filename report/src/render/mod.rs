@@ -172,6 +172,24 @@ fn by_metric_json(by_metric: &[MetricResults]) -> serde_json::Value {
 }
 
 /// `blocklab results`: one row per cell with its statistics and the change vs its baseline.
+/// The lines naming what made the database host noisy during the runs (empty when nothing
+/// did), each item after `bullet`.
+pub fn host_warnings(r: &QueryResultsResponse, bullet: &str) -> String {
+    if r.host_warnings.is_empty() {
+        return String::new();
+    }
+    let mut out =
+        String::from("\nwarnings on the database host during the runs (blocklab-agent doctor):\n");
+    for w in &r.host_warnings {
+        let indent = if bullet.is_empty() { "  " } else { bullet };
+        out.push_str(&format!(
+            "{indent}{} ({} of {} runs)\n",
+            w.warning, w.runs, r.runs_done
+        ));
+    }
+    out
+}
+
 pub fn render_results(r: &QueryResultsResponse, format: Format) -> String {
     let footer = if r.catalog_path.is_empty() {
         String::new()
@@ -204,14 +222,17 @@ pub fn render_results(r: &QueryResultsResponse, format: Format) -> String {
         }
         Format::Table => {
             let body = render(&r.cells, format, false, head, &[], "");
-            body + &metrics::metric_table(
-                &r.by_metric,
-                "per metric (each cell against its baseline cell)",
-            ) + &own_text(&r.own_workload)
+            body + &host_warnings(r, "")
+                + &metrics::metric_table(
+                    &r.by_metric,
+                    "per metric (each cell against its baseline cell)",
+                )
+                + &own_text(&r.own_workload)
                 + &footer
         }
         Format::Markdown => {
             let mut body = render(&r.cells, format, false, head, &[], "");
+            body.push_str(&host_warnings(r, "- "));
             if !r.by_metric.is_empty() {
                 let (h, rows) = metrics::metric_rows(&r.by_metric);
                 body.push('\n');

@@ -315,3 +315,48 @@ fn without_exclusion_or_target_the_extra_columns_stay_away() {
     let (head, _) = table_rows(&judged_cells(), true);
     assert!(!head.iter().any(|h| h == "compared on"), "{head:?}");
 }
+
+#[test]
+fn host_warnings_are_named_under_the_table() {
+    let r = QueryResultsResponse {
+        job_id: "j".into(),
+        cells: vec![cell("a", 2)],
+        host_warnings: vec![
+            blocklab_proto::v1::HostWarning {
+                warning: "load: 3.10 (1-minute average; 4 runnable): other processes are busy"
+                    .into(),
+                runs: 2,
+            },
+            blocklab_proto::v1::HostWarning {
+                warning: "transparent huge pages: always".into(),
+                runs: 1,
+            },
+        ],
+        runs_done: 3,
+        ..Default::default()
+    };
+    let table = render_results(&r, Format::Table);
+    let tail: Vec<&str> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("warnings on the database host"))
+        .take(3)
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "warnings on the database host during the runs (blocklab-agent doctor):",
+            "  load: 3.10 (1-minute average; 4 runnable): other processes are busy (2 of 3 runs)",
+            "  transparent huge pages: always (1 of 3 runs)",
+        ]
+    );
+    let md = render_results(&r, Format::Markdown);
+    assert!(
+        md.contains("- transparent huge pages: always (1 of 3 runs)\n"),
+        "{md}"
+    );
+    let quiet = QueryResultsResponse {
+        cells: vec![cell("a", 2)],
+        ..Default::default()
+    };
+    assert!(!render_results(&quiet, Format::Table).contains("warnings on"));
+}

@@ -22,7 +22,7 @@ pub fn required_scope(method: &str) -> Scope {
     match method {
         "ListJobs" | "GetJob" | "WatchJob" | "ListHosts" | "QueryResults" | "ListBuilds"
         | "ProbeResults" | "ExportJob" | "CompareJobs" => Scope::Read,
-        "SubmitJob" | "CancelJob" => Scope::Submit,
+        "SubmitJob" | "CancelJob" | "RerunJob" => Scope::Submit,
         _ => Scope::Admin,
     }
 }
@@ -138,8 +138,8 @@ mod tests {
             .filter_map(|l| l.trim().strip_prefix("rpc "))
             .filter_map(|l| l.split('(').next())
             .collect();
-        assert_eq!(methods.len(), 11, "{methods:?}");
-        let submit = ["SubmitJob", "CancelJob"];
+        assert_eq!(methods.len(), 12, "{methods:?}");
+        let submit = ["SubmitJob", "CancelJob", "RerunJob"];
         for m in methods {
             let expected = if submit.contains(&m) {
                 Scope::Submit

@@ -95,7 +95,13 @@ async fn a_refused_worker_fails_the_run_at_once() {
     );
     let cli = binary("blocklab");
     let deadline = Instant::now() + Duration::from_secs(60);
-    while topo.cli(&cli, &["hosts"]).matches(" up ").count() < 3 {
+    let coordinator_flag = format!("--coordinator={coordinator}");
+    // The coordinator may not listen yet: ask until it answers and all three hosts are up.
+    let up = |topo: &Topology| {
+        let out = topo.exec("c", &cli, &[&coordinator_flag, "hosts"]);
+        out.status.success() && String::from_utf8_lossy(&out.stdout).matches(" up ").count() >= 3
+    };
+    while !up(&topo) {
         assert!(
             Instant::now() < deadline,
             "hosts did not attach; logs in {}",

@@ -76,6 +76,7 @@ fn message(b: &mut Bytes<'_>) -> HostMessage {
         })),
         1 => Some(host_message::Kind::Heartbeat(Heartbeat {
             sequence: u64::from(b.byte()),
+            sent_unix_ms: u64::from(b.byte()),
         })),
         2 => Some(host_message::Kind::Progress(TaskProgress {
             task_id: b.text(),

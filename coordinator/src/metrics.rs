@@ -1,12 +1,12 @@
 //! The coordinator's Prometheus-style metrics, served at `/metrics` on the dashboard port:
 //! jobs and runs by state (from the catalog), hosts up (from the registry), heartbeats
-//! received and task errors (counted by the Fleet service).
+//! received, how late they were taken in, and task errors (counted by the Fleet service).
 
 use blocklab_daemon::metrics::Exposition;
 use blocklab_proto::v1::Role;
 
 use crate::catalog::{Catalog, CatalogError};
-use crate::fleet::{HEARTBEATS_RECEIVED, Registry, TASK_ERRORS};
+use crate::fleet::{HEARTBEAT_LAG, HEARTBEATS_RECEIVED, Registry, TASK_ERRORS};
 
 async fn by_state(catalog: &Catalog, table: &str) -> Result<Vec<(String, u64)>, CatalogError> {
     let sql = match table {
@@ -57,6 +57,11 @@ pub async fn render(catalog: &Catalog, registry: &Registry) -> Result<String, Ca
             "blocklab_heartbeats_received_total",
             "Heartbeats received from agents and workers.",
             HEARTBEATS_RECEIVED.get(),
+        )
+        .histogram(
+            "blocklab_heartbeat_lag_seconds",
+            "How late heartbeats were taken in: receipt minus the host's send time.",
+            &HEARTBEAT_LAG,
         )
         .counter(
             "blocklab_task_errors_total",

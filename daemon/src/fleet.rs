@@ -263,7 +263,10 @@ async fn one_connection<H: TaskHandler>(
             }
             seq += 1;
             let msg = HostMessage {
-                kind: Some(host_message::Kind::Heartbeat(Heartbeat { sequence: seq })),
+                kind: Some(host_message::Kind::Heartbeat(Heartbeat {
+                    sequence: seq,
+                    sent_unix_ms: unix_ms(),
+                })),
             };
             if hb_tx.send(msg).await.is_err() {
                 return;
@@ -345,6 +348,13 @@ fn spawn_task<H: TaskHandler>(task: Task, handler: Arc<H>, tx: mpsc::Sender<Host
         };
         let _ = tx.send(msg).await;
     });
+}
+
+/// Now in Unix milliseconds (0 if the clock is before 1970).
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Shorthand for a task error outcome.

@@ -36,6 +36,58 @@ impl Counter {
     }
 }
 
+/// Upper bounds (milliseconds) of [`Histogram`]'s buckets; above the last is `+Inf`.
+pub const HISTOGRAM_BOUNDS_MS: [u64; 14] = [
+    1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 30_000,
+];
+
+/// A process-wide histogram of durations in milliseconds with fixed buckets
+/// ([`HISTOGRAM_BOUNDS_MS`]), exposed in seconds.
+#[derive(Debug)]
+pub struct Histogram {
+    /// Per bucket (not cumulative); the last one is above every bound.
+    buckets: [AtomicU64; HISTOGRAM_BOUNDS_MS.len() + 1],
+    sum_ms: AtomicU64,
+}
+
+impl Histogram {
+    pub const fn new() -> Self {
+        Self {
+            buckets: [const { AtomicU64::new(0) }; HISTOGRAM_BOUNDS_MS.len() + 1],
+            sum_ms: AtomicU64::new(0),
+        }
+    }
+
+    pub fn observe_ms(&self, ms: u64) {
+        let i = HISTOGRAM_BOUNDS_MS
+            .iter()
+            .position(|&b| ms <= b)
+            .unwrap_or(HISTOGRAM_BOUNDS_MS.len());
+        self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        self.sum_ms.fetch_add(ms, Ordering::Relaxed);
+    }
+
+    /// Cumulative counts per bound (the last is the total) and the sum in milliseconds.
+    pub fn snapshot(&self) -> (Vec<u64>, u64) {
+        let mut total = 0;
+        let cumulative = self
+            .buckets
+            .iter()
+            .map(|b| {
+                total += b.load(Ordering::Relaxed);
+                total
+            })
+            .collect();
+        (cumulative, self.sum_ms.load(Ordering::Relaxed))
+    }
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Heartbeats this host sent to the coordinator (every Fleet session of the process).
 pub static HEARTBEATS_SENT: Counter = Counter::new();
 /// Tasks this host ran to an outcome.
@@ -85,6 +137,21 @@ impl Exposition {
                 .replace('\n', "\\n");
             let _ = writeln!(self.0, "{name}{{{label}=\"{value}\"}} {n}");
         }
+        self
+    }
+
+    /// A histogram family in seconds (`_bucket{le=...}`, `_sum`, `_count`).
+    pub fn histogram(mut self, name: &str, help: &str, h: &Histogram) -> Self {
+        self.head(name, help, "histogram");
+        let (cumulative, sum_ms) = h.snapshot();
+        for (bound, n) in HISTOGRAM_BOUNDS_MS.iter().zip(&cumulative) {
+            let le = *bound as f64 / 1000.0;
+            let _ = writeln!(self.0, "{name}_bucket{{le=\"{le}\"}} {n}");
+        }
+        let total = cumulative.last().copied().unwrap_or(0);
+        let _ = writeln!(self.0, "{name}_bucket{{le=\"+Inf\"}} {total}");
+        let _ = writeln!(self.0, "{name}_sum {}", sum_ms as f64 / 1000.0);
+        let _ = writeln!(self.0, "{name}_count {total}");
         self
     }
 

@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
-use blocklab_daemon::metrics::Counter;
+use blocklab_daemon::metrics::{Counter, Histogram};
 use blocklab_spec::Stage;
 
 use blocklab_daemon::security::TokenCheck;
@@ -200,6 +200,9 @@ impl HostSession {
 
 /// Heartbeats received from agents and workers.
 pub static HEARTBEATS_RECEIVED: Counter = Counter::new();
+/// How late each heartbeat was taken in: its receipt here minus the host's send time (on
+/// the hosts' clocks, so meaningful as far as those agree with the coordinator's).
+pub static HEARTBEAT_LAG: Histogram = Histogram::new();
 /// Task results that carried an error outcome.
 pub static TASK_ERRORS: Counter = Counter::new();
 
@@ -526,8 +529,12 @@ impl Fleet for FleetService {
                 }
                 session.seen();
                 match msg.kind {
-                    Some(host_message::Kind::Heartbeat(_)) => {
+                    Some(host_message::Kind::Heartbeat(hb)) => {
                         HEARTBEATS_RECEIVED.inc();
+                        if hb.sent_unix_ms > 0 {
+                            let now = blocklab_daemon::fleet::unix_ms();
+                            HEARTBEAT_LAG.observe_ms(now.saturating_sub(hb.sent_unix_ms));
+                        }
                     }
                     Some(host_message::Kind::Progress(p)) => {
                         if let Some(event) = ProgressEvent::from_wire(&session.host_id, p) {

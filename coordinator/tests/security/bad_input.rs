@@ -119,7 +119,7 @@ fn cases(job: &str) -> Vec<(&'static str, Bad, &'static [Code], &'static str)> {
         ("export: an unknown metric", Bad::Export(j(), "bogus_metric".into()), INVALID, "metric"),
         ("compare: job_a not a UUID", Bad::Compare("'--".into(), j()), INVALID, "job_a"),
         ("compare: job_b not a UUID, 1 MiB", Bad::Compare(j(), "%".repeat(1 << 20)), INVALID, "job_b"),
-        ("fleet: first message not a hello", Bad::Attach(Box::new(HostMessage { kind: Some(host_message::Kind::Heartbeat(Heartbeat { sequence: 1 })) })), INVALID, "hello"),
+        ("fleet: first message not a hello", Bad::Attach(Box::new(HostMessage { kind: Some(host_message::Kind::Heartbeat(Heartbeat { sequence: 1, ..Default::default() })) })), INVALID, "hello"),
         ("fleet: no role", hello_with(|h| h.role = 0), INVALID, "hello.role"),
         ("fleet: an unknown role number", hello_with(|h| h.role = 99), INVALID, "hello.role"),
         ("fleet: a 1000-character host id", hello_with(|h| h.host_id = "h".repeat(1000)), INVALID, "hello.host_id"),

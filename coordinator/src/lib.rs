@@ -1,7 +1,6 @@
 //! blocklab coordinator: gRPC services, scheduler, SQLite catalog, and the CLI's logic.
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use blocklab_daemon::security::{self, ApiToken, Secret, ServerTls, TokenCheck};
@@ -31,7 +30,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// How the coordinator runs.
 #[derive(Debug, Clone)]
 pub struct CoordinatorConfig {
-    pub catalog_path: PathBuf,
+    /// Where the catalog lives (`--catalog`): a SQLite file or a PostgreSQL URL.
+    pub catalog: catalog::Location,
     pub heartbeat_interval: Duration,
     pub heartbeat_timeout: Duration,
     /// Serve TLS with this certificate and key (`--tls-cert`, `--tls-key`).
@@ -47,9 +47,9 @@ pub struct CoordinatorConfig {
 }
 
 impl CoordinatorConfig {
-    pub fn new(catalog_path: impl Into<PathBuf>) -> Self {
+    pub fn new(catalog: impl Into<catalog::Location>) -> Self {
         Self {
-            catalog_path: catalog_path.into(),
+            catalog: catalog.into(),
             heartbeat_interval: Duration::from_secs(2),
             heartbeat_timeout: Duration::from_secs(10),
             tls: None,
@@ -92,7 +92,7 @@ pub async fn serve(
             .tls_config(tls.tonic_config())
             .map_err(|e| CoordinatorError::Tls(security::error_chain(&e)))?;
     }
-    let catalog = catalog::Catalog::open(&config.catalog_path).await?;
+    let catalog = catalog::Catalog::connect(&config.catalog).await?;
     let registry = fleet::Registry::new(fleet::Liveness {
         heartbeat_interval: config.heartbeat_interval,
         heartbeat_timeout: config.heartbeat_timeout,
@@ -130,7 +130,7 @@ pub async fn serve(
     let addr = listener.local_addr().ok();
     tracing::info!(
         addr = ?addr,
-        catalog = %config.catalog_path.display(),
+        catalog = %config.catalog,
         tls = config.tls.is_some(),
         fleet_token = config.fleet_token.is_some(),
         api_tokens = config.api_tokens.len(),
@@ -144,7 +144,7 @@ pub async fn serve(
             let board = dashboard::Dashboard::new(
                 catalog.clone(),
                 registry.clone(),
-                config.catalog_path.display().to_string(),
+                config.catalog.to_string(),
                 &config.api_tokens,
             );
             let tls = config.tls.clone();
@@ -160,7 +160,7 @@ pub async fn serve(
     };
     let control = control::ControlService {
         scheduler,
-        catalog_path: config.catalog_path.display().to_string(),
+        catalog_path: config.catalog.to_string(),
     };
     let closing_registry = registry.clone();
     let (stopping_tx, mut stopping_rx) = tokio::sync::watch::channel(false);

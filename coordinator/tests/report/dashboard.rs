@@ -21,12 +21,7 @@ async fn start(f: &fixture::Fixture, tokens: &[ApiToken]) -> SocketAddr {
         heartbeat_interval: Duration::from_secs(2),
         heartbeat_timeout: Duration::from_secs(10),
     });
-    let board = Dashboard::new(
-        f.catalog.clone(),
-        registry,
-        f.path.display().to_string(),
-        tokens,
-    );
+    let board = Dashboard::new(f.catalog.clone(), registry, f.location.to_string(), tokens);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -336,7 +331,7 @@ async fn sessions_expire() {
     let board = Dashboard::new(
         f.catalog.clone(),
         registry,
-        f.path.display().to_string(),
+        f.location.to_string(),
         &tokens(),
     )
     .with_session_ttl(Duration::from_millis(500));

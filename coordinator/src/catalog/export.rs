@@ -153,7 +153,7 @@ pub async fn export_job(
                 block_size_kb: u32c(r, "block_size_kb")?,
                 wal_block_size_kb: u32c(r, "wal_block_size_kb")?,
                 clients: u32c(r, "clients")?,
-                is_baseline: super::rows::flag_of(&r, "is_baseline")?.unwrap_or(false),
+                is_baseline: super::rows::flag_of(r, "is_baseline")?.unwrap_or(false),
                 dims_json: text(r, "dims_json")?,
                 ..Default::default()
             })
@@ -268,7 +268,7 @@ pub async fn export_job(
                 wal_block_size_kb: u32c(r, "wal_block_size_kb")?,
                 source_sha256: r.try_get("source_sha256")?,
                 pg_version: r.try_get("pg_version")?,
-                reused: super::rows::flag_of(&r, "reused")?.unwrap_or(false),
+                reused: super::rows::flag_of(r, "reused")?.unwrap_or(false),
                 build_seconds: r.try_get("build_seconds")?,
                 recorded_at: r.try_get("recorded_at")?,
             })

@@ -23,16 +23,18 @@ const RAN_ON: &str = "SELECT job_id, db_host_id, server_version FROM runs
 
 /// Each bucket of `$2` buckets over a run's seconds: the first second, the sums and the count.
 /// `bucket = second * $2 / (last second + 1)` is below `$2`, so a run gives at most `$2` points.
-const SERIES: &str =
-    "SELECT s.run_id, MIN(s.second) AS second, SUM(s.transactions) AS transactions,
-  SUM(s.latency_avg_ms) AS latency_sum, SUM(s.failures) AS failures, COUNT(*) AS seconds
+/// The casts keep the column types alike on every backend (PostgreSQL sums BIGINT to NUMERIC).
+const SERIES: &str = "SELECT s.run_id, CAST(MIN(s.second) AS BIGINT) AS second,
+  CAST(SUM(s.transactions) AS BIGINT) AS transactions,
+  SUM(s.latency_avg_ms) AS latency_sum, CAST(SUM(s.failures) AS BIGINT) AS failures,
+  CAST(COUNT(*) AS BIGINT) AS seconds
   FROM run_samples s
   JOIN runs r ON r.run_id = s.run_id
   JOIN (SELECT m.run_id, MAX(m.second) AS last FROM run_samples m
         JOIN runs mr ON mr.run_id = m.run_id WHERE mr.job_id = $1 GROUP BY m.run_id) l
     ON l.run_id = s.run_id
   WHERE r.job_id = $1
-  GROUP BY s.run_id, (s.second * $2) / (l.last + 1)
+  GROUP BY s.run_id, (s.second * CAST($2 AS BIGINT)) / (l.last + 1)
   ORDER BY s.run_id, MIN(s.second)";
 
 impl Catalog {

@@ -231,3 +231,17 @@ async fn metrics(State(d): State<Arc<Dashboard>>) -> Response {
         Err(e) => service_error(&e),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::trace_points;
+
+    #[test]
+    fn traces_share_the_points_budget_within_the_bounds() {
+        assert_eq!(trace_points(0), 300);
+        assert_eq!(trace_points(40), 300);
+        assert_eq!(trace_points(100), 120);
+        assert_eq!(trace_points(1000), 12);
+        assert_eq!(trace_points(10_000), 12);
+    }
+}

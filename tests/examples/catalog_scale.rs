@@ -2,7 +2,8 @@
 //! plans, cells and runs stored by the coordinator), then every run given a result and
 //! per-second samples (10,000 runs and 1,000,000 samples by default), then the coordinator
 //! restarted on that catalog and `results`, `compare`, `export` (with and without samples)
-//! and the dashboard's job page timed, median of several calls each.
+//! and the dashboard's pages (index, job page, the history of tps) timed, median of several
+//! calls each.
 //!
 //!   cargo run --release -p blocklab-tests --example catalog_scale -- [JOBS] [SAMPLES_PER_RUN]
 //!
@@ -246,6 +247,10 @@ async fn main() {
         http_get(lab.dashboard, "/").await;
     })
     .await;
+    let history = median(n, || async {
+        http_get(lab.dashboard, "/history/tps").await;
+    })
+    .await;
     let _ = c;
     println!(
         "catalog: {jobs} jobs, {} runs, {samples} per-second samples (SQLite)",
@@ -261,6 +266,7 @@ async fn main() {
     );
     println!("| dashboard job page | {page:.1?} |");
     println!("| dashboard index ({jobs} jobs) | {index:.1?} |");
+    println!("| dashboard history of tps ({jobs} jobs) | {history:.1?} |");
     let _ = lab.stop.send(true);
     let _ = lab.handle.await;
 }

@@ -18,6 +18,7 @@ pub use rows::*;
 pub mod credentials;
 mod error;
 pub mod export;
+pub mod history;
 mod jobs;
 mod rows;
 mod runs;

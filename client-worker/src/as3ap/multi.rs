@@ -1,6 +1,8 @@
 //! The multi-user mixes: every user repeatedly runs OSDB's IR select (`mu_ir_select`) or
 //! OLTP update (`mu_oltp_update`) on `updates` by a random existing key, and the run
-//! reports queries and tuples per second.
+//! reports queries and tuples per second. The worker with the first client ids also runs
+//! OSDB's cross-section tests ([`super::cross`]) on one more session: from the start of
+//! the measured window, once, then its checks after the users have stopped.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,6 +21,7 @@ use crate::error::{WorkerError, describe};
 use blocklab_script::Protocol;
 use blocklab_script::prng::PgPrng;
 
+use super::cross::{CrossOutcome, Session};
 use super::mix::Mix;
 use super::result::result;
 use crate::engine::live::report_live;
@@ -207,6 +210,11 @@ pub async fn run_mix(
         users.push(u);
     }
     let connection_elapsed = begin.elapsed();
+    let cross = if t.client_id_offset == 0 {
+        Some(Session::open(&target, rows).await?)
+    } else {
+        None
+    };
     tracing::info!(
         mix = mix.class(),
         clients = t.clients,
@@ -266,6 +274,13 @@ pub async fn run_mix(
         move || live.load(Ordering::Relaxed)
     };
     let reporter = tokio::spawn(report_live(completed, progress.clone()));
+    let cross = cross.map(|x| {
+        let stop = ctl.stop.clone();
+        tokio::spawn(async move {
+            let tests = x.run(&stop).await;
+            (x, tests)
+        })
+    });
     let mut total = ClientStats::new(w.seconds);
     let mut tuples = 0u64;
     let mut last_finish = w.start;
@@ -279,6 +294,21 @@ pub async fn run_mix(
     }
     reporter.abort();
     let cpu = CpuTimes::now().since(cpu_before);
+    let cross = match cross {
+        Some(h) => {
+            let (x, tests) = h
+                .await
+                .map_err(|_| WorkerError::Run("the as3ap cross section panicked".into()))?;
+            let tests = tests?;
+            if ctl.stop.load(Ordering::Relaxed) {
+                None
+            } else {
+                let checks = x.check().await?;
+                Some(CrossOutcome { tests, checks })
+            }
+        }
+        None => None,
+    };
     let measured_s = last_finish.saturating_duration_since(w.start).as_secs_f64();
     if total.transactions == 0 && !ctl.stop.load(Ordering::Relaxed) {
         return Err(WorkerError::Run(format!(
@@ -308,5 +338,19 @@ pub async fn run_mix(
         clients: t.clients,
         random_seed,
     };
-    Ok(result(&total, tuples, mix, &facts, tup_per_s))
+    if let Some(x) = &cross {
+        tracing::info!(
+            mix = mix.class(),
+            cross_section_s = x.total_s(),
+            "as3ap cross section done"
+        );
+    }
+    Ok(result(
+        &total,
+        tuples,
+        mix,
+        &facts,
+        tup_per_s,
+        cross.as_ref(),
+    ))
 }

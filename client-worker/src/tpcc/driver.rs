@@ -2,13 +2,13 @@
 //! standard mix dealt from a shuffled deck, optional keying and thinking times, and its
 //! measurements of the window.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::rand::Rng;
 use super::txn::{Outcome, Terminal};
-use crate::engine::stats::{ClientStats, SecondAcc};
+use crate::engine::stats::{ClientStats, SecondAcc, SharedSeries};
 use crate::error::WorkerError;
 
 /// The five transaction types, in the order of [`NAMES`].
@@ -42,7 +42,7 @@ pub struct Shared {
     pub stop: Arc<AtomicBool>,
     pub abort: AtomicBool,
     pub live: AtomicU64,
-    pub seconds: Mutex<Vec<SecondAcc>>,
+    pub seconds: SharedSeries,
 }
 
 impl Shared {
@@ -50,7 +50,7 @@ impl Shared {
     pub fn new(stop: Arc<AtomicBool>, window_seconds: usize) -> Shared {
         Shared {
             stop,
-            seconds: Mutex::new(vec![SecondAcc::default(); window_seconds.max(1)]),
+            seconds: SharedSeries::new(window_seconds),
             ..Shared::default()
         }
     }
@@ -59,27 +59,9 @@ impl Shared {
         self.stop.load(Ordering::Relaxed) || self.abort.load(Ordering::Relaxed)
     }
 
-    /// Counts a transaction ending in `second` of the window: its latency, or a failure.
-    fn record_second(&self, second: usize, latency: Option<Duration>) {
-        let mut seconds = self.seconds.lock().unwrap_or_else(|e| e.into_inner());
-        let last = seconds.len().saturating_sub(1);
-        if let Some(b) = seconds.get_mut(second.min(last)) {
-            match latency {
-                Some(l) => {
-                    b.transactions += 1;
-                    b.latency_sum_us += l.as_micros() as f64;
-                }
-                None => b.failures += 1,
-            }
-        }
-    }
-
     /// The window's per-second series.
     pub fn series(&self) -> Vec<SecondAcc> {
-        self.seconds
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.seconds.snapshot()
     }
 }
 
@@ -214,7 +196,7 @@ pub async fn terminal(
                 if in_window {
                     let latency = done - t0;
                     stats.all.record(0, latency);
-                    shared.record_second(second, Some(latency));
+                    shared.seconds.record(second, Some(latency));
                     stats.kinds[kind].record(0, latency);
                     if outcome == Outcome::RolledBack {
                         stats.rollbacks[kind] += 1;
@@ -242,7 +224,7 @@ pub async fn terminal(
                 }
                 if in_window {
                     stats.all.record_failure(0, || msg.clone());
-                    shared.record_second(second, None);
+                    shared.seconds.record(second, None);
                     stats.kinds[kind].record_failure(0, || msg);
                 }
             }

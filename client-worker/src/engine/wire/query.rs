@@ -21,6 +21,9 @@ pub struct Rows {
     /// Per value, row by row: its byte range in `data`, or None for NULL.
     cells: Vec<Option<(u32, u32)>>,
     columns: usize,
+    rows: usize,
+    /// The row count of the last CommandComplete (rows updated, inserted, selected).
+    affected: u64,
 }
 
 /// A value of a row that is missing, NULL or not of the type asked for.
@@ -35,17 +38,24 @@ pub struct ValueError {
 impl Rows {
     /// The number of rows.
     pub fn len(&self) -> usize {
-        self.cells.len().checked_div(self.columns).unwrap_or(0)
+        self.rows
     }
 
     pub fn is_empty(&self) -> bool {
-        self.cells.is_empty()
+        self.rows == 0
+    }
+
+    /// The rows the statement affected, from its completion tag (`UPDATE 3`: 3).
+    pub fn affected(&self) -> u64 {
+        self.affected
     }
 
     fn clear(&mut self) {
         self.data.clear();
         self.cells.clear();
         self.columns = 0;
+        self.rows = 0;
+        self.affected = 0;
     }
 
     /// The text of `row`'s value in `column` (None for NULL).
@@ -158,6 +168,22 @@ pub async fn simple(conn: &mut Conn, sql: &str) -> Result<(), SqlError> {
     super::request::read_reply(conn, None, None).await
 }
 
+/// Runs `sql` with the simple protocol and keeps its rows (of every statement in it) in
+/// `rows`.
+pub async fn simple_rows(conn: &mut Conn, sql: &str, rows: &mut Rows) -> Result<(), SqlError> {
+    super::request::simple(sql, &mut conn.out)?;
+    conn.flush().await?;
+    read_rows(conn, rows).await
+}
+
+/// The row count at the end of a completion tag (`INSERT 0 5`: 5), or 0.
+fn tag_count(tag: &str) -> u64 {
+    tag.rsplit(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Reads one reply up to its ReadyForQuery, keeping its data rows; the first error of the
 /// reply is returned after the ReadyForQuery.
 async fn read_rows(conn: &mut Conn, rows: &mut Rows) -> Result<(), SqlError> {
@@ -173,7 +199,7 @@ async fn read_rows(conn: &mut Conn, rows: &mut Rows) -> Result<(), SqlError> {
                 conn.skip(h);
                 return first.map_or(Ok(()), Err);
             }
-            b'E' | b'D' => {}
+            b'E' | b'D' | b'C' => {}
             _ => {
                 conn.skip(h);
                 continue;
@@ -196,6 +222,10 @@ async fn read_rows(conn: &mut Conn, rows: &mut Rows) -> Result<(), SqlError> {
                     }));
                 }
                 rows.columns = n;
+                rows.rows += 1;
+            }
+            Ok(Message::CommandComplete(b)) => {
+                rows.affected = b.tag().map(tag_count).unwrap_or(0);
             }
             Ok(_) => {}
             Err(e) => return Err(first.unwrap_or(e)),
@@ -221,6 +251,7 @@ mod tests {
             }));
         }
         r.columns = 2;
+        r.rows = 2;
         r
     }
 
@@ -233,6 +264,14 @@ mod tests {
         assert_eq!(r.float(1, 0), Ok(-7.0));
         assert_eq!(r.text(0, 1), Ok(Some("x")));
         assert_eq!(r.text(1, 1), Ok(None));
+    }
+
+    #[test]
+    fn completion_tags_give_their_row_counts() {
+        assert_eq!(tag_count("UPDATE 3"), 3);
+        assert_eq!(tag_count("INSERT 0 5"), 5);
+        assert_eq!(tag_count("SELECT 12"), 12);
+        assert_eq!(tag_count("BEGIN"), 0);
     }
 
     #[test]

@@ -38,6 +38,16 @@ host_facts() {
   echo '```'
 }
 
+# What a seed's source reported beyond the job's headline, as a results table of its own.
+extra_metrics() {
+  case $1 in
+    000-*) echo "mixed_oltp.tup_per_s as3ap.single_user_s mixed_ir.cross_section_s mixed_oltp.cross_section_s" ;;
+    002-*) echo "maint.restore maint.vacuum_analyze maint.count_warm" ;;
+    004-*) echo "tps_incl_conn" ;;
+    005-*) echo "wal_bytes_per_txn" ;;
+  esac
+}
+
 for spec in "${specs[@]}"; do
   name=$(basename "$spec" .toml)
   run_spec=$spec
@@ -74,6 +84,14 @@ for spec in "${specs[@]}"; do
       echo '```'
     else
       "$bin/blocklab" results "$job" --format markdown
+      for metric in $(extra_metrics "$name"); do
+        echo
+        echo "### $metric"
+        echo
+        # the metric's own table and its lines; the rest repeats the first table's sections
+        "$bin/blocklab" results "$job" --metric "$metric" --format markdown |
+          awk '/^warnings on|^\| metric \||^### / { exit } { print }'
+      done
     fi
   } >"$out/$name.md"
   "$bin/blocklab" report "$job" --out "$out/$name.html"

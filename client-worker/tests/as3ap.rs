@@ -380,6 +380,17 @@ async fn both_mixes_report_tuples_per_second() {
         if offset == 0 {
             assert_eq!(cross, CROSS_SECTION, "{name}");
             assert!(r.txn_types[1..].iter().all(|t| t.count == 1));
+            // Each class's one response time is the statement's seconds.
+            for (t, m) in r.txn_types[1..].iter().zip(&r.metrics[1..]) {
+                let h = deserialize_histogram(&t.latency_histogram).unwrap();
+                let us = m.value * 1e6;
+                assert!(
+                    (h.mean() - us).abs() <= us * 0.01 + 1.0,
+                    "{}: histogram {} us, metric {us} us",
+                    t.name,
+                    h.mean()
+                );
+            }
             let names: Vec<String> = r.metrics[1..].iter().map(|m| m.name.clone()).collect();
             let mut want: Vec<String> = CROSS_SECTION
                 .iter()

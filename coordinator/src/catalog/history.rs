@@ -21,20 +21,22 @@ const RAN_ON: &str = "SELECT job_id, db_host_id, server_version FROM runs
   WHERE state = 'done' AND db_host_id IS NOT NULL
   GROUP BY job_id, db_host_id, server_version";
 
-/// Each bucket of `$2` buckets over a run's seconds: the first second, the sums and the count.
-/// `bucket = second * $2 / (last second + 1)` is below `$2`, so a run gives at most `$2` points.
-/// The casts keep the column types alike on every backend (PostgreSQL sums BIGINT to NUMERIC).
+/// The last second of any run of the job.
+const LAST_SECOND: &str = "SELECT CAST(MAX(s.second) AS BIGINT) FROM run_samples s
+  JOIN runs r ON r.run_id = s.run_id WHERE r.job_id = $1";
+
+/// Each run's seconds in buckets of `$2` seconds (`second / $2`): the first second, the sums
+/// and the count. With `$2 = (last second of the job) / points + 1` every run gives at most
+/// `points` points. The casts keep the column types alike on every backend (PostgreSQL sums
+/// BIGINT to NUMERIC).
 const SERIES: &str = "SELECT s.run_id, CAST(MIN(s.second) AS BIGINT) AS second,
   CAST(SUM(s.transactions) AS BIGINT) AS transactions,
   SUM(s.latency_avg_ms) AS latency_sum, CAST(SUM(s.failures) AS BIGINT) AS failures,
   CAST(COUNT(*) AS BIGINT) AS seconds
   FROM run_samples s
   JOIN runs r ON r.run_id = s.run_id
-  JOIN (SELECT m.run_id, MAX(m.second) AS last FROM run_samples m
-        JOIN runs mr ON mr.run_id = m.run_id WHERE mr.job_id = $1 GROUP BY m.run_id) l
-    ON l.run_id = s.run_id
   WHERE r.job_id = $1
-  GROUP BY s.run_id, (s.second * CAST($2 AS BIGINT)) / (l.last + 1)
+  GROUP BY s.run_id, s.second / CAST($2 AS BIGINT)
   ORDER BY s.run_id, MIN(s.second)";
 
 impl Catalog {
@@ -65,9 +67,16 @@ impl Catalog {
         points: u32,
     ) -> Result<HashMap<String, Vec<PerSecondSample>>, CatalogError> {
         let mut out: HashMap<String, Vec<PerSecondSample>> = HashMap::new();
+        let last: Option<i64> = sqlx::query_scalar(LAST_SECOND)
+            .bind(job_id)
+            .fetch_one(self.reader())
+            .await?;
+        let Some(last) = last else {
+            return Ok(out);
+        };
         let rows = sqlx::query(SERIES)
             .bind(job_id)
-            .bind(i64::from(points.max(1)))
+            .bind(last.max(0) / i64::from(points.max(1)) + 1)
             .fetch_all(self.reader())
             .await?;
         for row in rows {

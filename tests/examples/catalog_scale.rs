@@ -2,8 +2,9 @@
 //! plans, cells and runs stored by the coordinator), then every run given a result and
 //! per-second samples (10,000 runs and 1,000,000 samples by default), then the coordinator
 //! restarted on that catalog and `results`, `compare`, `export` (with and without samples)
-//! and the dashboard's job page timed, median of several calls each: once with the catalog
-//! in a SQLite file, once in a PostgreSQL database (a throwaway server, as the tests use).
+//! and the dashboard's pages (index, job page, the history of tps) timed, median of several
+//! calls each: once with the catalog in a SQLite file, once in a PostgreSQL database (a
+//! throwaway server, as the tests use).
 //!
 //!   cargo run --release -p blocklab-tests --example catalog_scale -- [JOBS] [SAMPLES_PER_RUN]
 //!
@@ -119,6 +120,7 @@ struct Figures {
     export_samples: Duration,
     page: Duration,
     index: Duration,
+    history: Duration,
 }
 
 #[tokio::main]
@@ -158,6 +160,7 @@ async fn main() {
     );
     row("dashboard job page", |f| f.page);
     row(&format!("dashboard index ({jobs} jobs)"), |f| f.index);
+    row(&format!("dashboard history of tps ({jobs} jobs)"), |f| f.history);
 }
 
 async fn measure(catalog: &Location, jobs: usize, per_run: i64) -> Figures {
@@ -301,6 +304,10 @@ async fn measure(catalog: &Location, jobs: usize, per_run: i64) -> Figures {
         http_get(lab.dashboard, "/").await;
     })
     .await;
+    let history = median(n, || async {
+        http_get(lab.dashboard, "/history/tps").await;
+    })
+    .await;
     let _ = c;
     let _ = lab.stop.send(true);
     let _ = lab.handle.await;
@@ -314,5 +321,6 @@ async fn measure(catalog: &Location, jobs: usize, per_run: i64) -> Figures {
         export_samples,
         page,
         index,
+        history,
     }
 }

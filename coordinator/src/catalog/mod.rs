@@ -18,6 +18,7 @@ pub mod copy;
 pub mod credentials;
 mod error;
 pub mod export;
+pub mod history;
 mod jobs;
 mod rows;
 mod runs;

@@ -5,6 +5,7 @@ mod copy;
 mod dashboard;
 mod fixture;
 mod grpc;
+mod ladder;
 mod views;
 
 use blocklab_coordinator::results;
@@ -411,5 +412,36 @@ async fn own_workload_figures_go_from_the_catalog_into_the_export_and_the_result
             md.contains("| bs=8K wal=8K c=4 | 3 | 1.000 | 30.000 | 3 | 3 |"),
             "{md}"
         );
+    }
+}
+
+/// The job page's traces: at most `points` points a run, each the mean of its seconds.
+#[tokio::test]
+async fn sample_series_are_downsampled_in_the_catalog() {
+    let f = build().await;
+    let full = export(&f).await;
+    let series = f.catalog.sample_series(&f.job_a, 2).await.expect("series");
+    assert_eq!(series.len(), full.runs.len());
+    for run in &full.runs {
+        // Seconds 1..=5 in two buckets: {1, 2} and {3, 4, 5}.
+        let got = &series[&run.run_id];
+        let all = &run.samples;
+        assert_eq!(all.len(), 5);
+        let mean = |xs: &[PerSecondSample]| {
+            xs.iter().map(|s| s.transactions).sum::<u64>() / xs.len() as u64
+        };
+        let seconds: Vec<u32> = got.iter().map(|s| s.second).collect();
+        assert_eq!(seconds, [1, 3]);
+        assert_eq!(got[0].transactions, mean(&all[..2]));
+        assert_eq!(got[1].transactions, mean(&all[2..]));
+    }
+    // Enough points: every second as stored.
+    let series = f
+        .catalog
+        .sample_series(&f.job_a, 300)
+        .await
+        .expect("series");
+    for run in &full.runs {
+        assert_eq!(series[&run.run_id], run.samples);
     }
 }

@@ -160,7 +160,9 @@ async fn main() {
     );
     row("dashboard job page", |f| f.page);
     row(&format!("dashboard index ({jobs} jobs)"), |f| f.index);
-    row(&format!("dashboard history of tps ({jobs} jobs)"), |f| f.history);
+    row(&format!("dashboard history of tps ({jobs} jobs)"), |f| {
+        f.history
+    });
 }
 
 async fn measure(catalog: &Location, jobs: usize, per_run: i64) -> Figures {

@@ -59,6 +59,15 @@ struct Args {
     /// --api-token-file (or --insecure).
     #[arg(long, env = "BLOCKLAB_DASHBOARD_LISTEN")]
     dashboard_listen: Option<std::net::SocketAddr>,
+    /// The address hosts and the CLI reach this coordinator at, as the leader lease names it
+    /// to the others (PostgreSQL catalogs); the listening address if unset.
+    #[arg(long, env = "BLOCKLAB_ADVERTISE_ADDR")]
+    advertise_addr: Option<String>,
+    /// How long a leader's lease lasts unless renewed (PostgreSQL catalogs, where several
+    /// coordinators may share the catalog): a standby takes over at most this long after the
+    /// leader stopped.
+    #[arg(long, env = "BLOCKLAB_LEASE_TTL", default_value = "10s", value_parser = humantime::parse_duration)]
+    lease_ttl: Duration,
     /// TOML configuration file: keys are the long flags in snake_case (see
     /// --print-default-config); flags and environment variables override it.
     #[arg(long, env = "BLOCKLAB_COORDINATOR_CONFIG")]
@@ -184,6 +193,9 @@ async fn main() -> anyhow::Result<()> {
         );
         return Ok(());
     }
+    if args.lease_ttl < Duration::from_secs(1) {
+        anyhow::bail!("--lease-ttl must be at least 1s");
+    }
     if args.heartbeat_timeout <= args.heartbeat_interval {
         anyhow::bail!("--heartbeat-timeout must be longer than --heartbeat-interval");
     }
@@ -259,6 +271,8 @@ async fn main() -> anyhow::Result<()> {
         fleet_token,
         api_tokens,
         dashboard: args.dashboard_listen,
+        advertise: args.advertise_addr,
+        lease_ttl: args.lease_ttl,
     };
     blocklab_coordinator::serve(config, listener, blocklab_daemon::shutdown_signal()).await?;
     Ok(())

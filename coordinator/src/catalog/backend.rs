@@ -140,11 +140,13 @@ fn sqlite_url(path: &Path, mode: &str) -> Result<AnyConnectOptions, CatalogError
     ))?)
 }
 
-/// The two pools of an open catalog: one writer connection (writes are serialized, as
-/// SQLite needs and as the catalog's read-then-write transactions assume) and a read pool.
+/// The pools of an open catalog: one writer connection (writes are serialized, as SQLite
+/// needs and as the catalog's read-then-write transactions assume), a read pool, and on
+/// PostgreSQL one connection for the leader lease (the writer's on SQLite, which has none).
 pub(super) struct Pools {
     pub writer: AnyPool,
     pub reader: AnyPool,
+    pub lease: AnyPool,
 }
 
 /// Connects to the catalog at `location` (creating a SQLite file if missing) and applies the
@@ -182,7 +184,12 @@ pub(super) async fn connect(location: &Location) -> Result<Pools, CatalogError> 
                 })
                 .connect_with(sqlite_url(path, "ro")?)
                 .await?;
-            Ok(Pools { writer, reader })
+            let lease = writer.clone();
+            Ok(Pools {
+                writer,
+                reader,
+                lease,
+            })
         }
         Location::Postgres(url) => {
             let opts = AnyConnectOptions::from_str(url)?;
@@ -206,9 +213,16 @@ pub(super) async fn connect(location: &Location) -> Result<Pools, CatalogError> 
                         Ok(())
                     })
                 })
-                .connect_with(opts)
+                .connect_with(opts.clone())
                 .await?;
-            Ok(Pools { writer, reader })
+            let lease = AnyPoolOptions::new()
+                .max_connections(1)
+                .connect_lazy_with(opts);
+            Ok(Pools {
+                writer,
+                reader,
+                lease,
+            })
         }
     }
 }

@@ -11,6 +11,7 @@ use blocklab_spec::JobState;
 
 pub use backend::{Backend, Location, parse_location};
 pub use error::CatalogError;
+pub use fence::Leader;
 pub use rows::*;
 
 mod backend;
@@ -18,8 +19,10 @@ pub mod copy;
 pub mod credentials;
 mod error;
 pub mod export;
+mod fence;
 pub mod history;
 mod jobs;
+mod lease;
 mod rows;
 mod runs;
 mod user_load;
@@ -32,6 +35,10 @@ pub struct Catalog {
     backend: Backend,
     writer: AnyPool,
     reader: AnyPool,
+    /// The lease's own connection (renewals never queue behind scheduling writes).
+    lease_pool: AnyPool,
+    /// Set when coordinators share the catalog: writes only while this one leads.
+    fence: Option<std::sync::Arc<fence::Fence>>,
 }
 
 pub(crate) fn now() -> String {
@@ -52,6 +59,8 @@ impl Catalog {
             backend: location.backend(),
             writer: pools.writer,
             reader: pools.reader,
+            lease_pool: pools.lease,
+            fence: None,
         };
         catalog.store_missing_plans().await?;
         Ok(catalog)
@@ -63,9 +72,13 @@ impl Catalog {
     }
 
     /// Begins a write: every write of the catalog is one transaction on the writer
-    /// connection.
+    /// connection; on a fenced catalog only while this coordinator leads (`fence.rs`).
     pub(crate) async fn write(&self) -> Result<Transaction<'static, Any>, CatalogError> {
-        backend::begin_write(self.backend, &self.writer).await
+        let mut tx = backend::begin_write(self.backend, &self.writer).await?;
+        if let Some(fence) = &self.fence {
+            fence::check(fence, &mut tx).await?;
+        }
+        Ok(tx)
     }
 
     pub fn reader(&self) -> &AnyPool {

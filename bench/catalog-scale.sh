@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# How the SQLite catalog answers at lab scale: JOBS jobs of 1,000 runs each, every run with a
-# result and SAMPLES per-second samples (10 x 1,000 runs x 100 = 1,000,000 samples by default),
-# then the median time of `results`, `compare`, `export` (with and without samples) and the
-# dashboard's pages, each called through the running coordinator.
+# How the catalog answers at lab scale, on SQLite and on PostgreSQL (a throwaway server of
+# Debian's postgresql-15, as the tests start; run as root it runs as BLOCKLAB_PG_USER): JOBS
+# jobs of 1,000 runs each, every run with a result and SAMPLES per-second samples
+# (10 x 1,000 runs x 100 = 1,000,000 samples by default), then the median time of `results`,
+# `compare`, `export` (with and without samples) and the dashboard's pages, each called
+# through the running coordinator; one column per backend.
 #
 #   bench/catalog-scale.sh            # JOBS=10 SAMPLES=100
 set -euo pipefail

@@ -13,7 +13,8 @@ use blocklab_daemon::security::{ClientTls, FLEET_TOKEN_ENV, resolve_token};
     about = "blocklab database-host agent"
 )]
 struct Args {
-    /// Coordinator address (URL or host:port).
+    /// Coordinator address (host:port or URL); several separated by commas when coordinators
+    /// share a catalog (the leader is found among them).
     #[arg(long, env = "BLOCKLAB_COORDINATOR", default_value = blocklab_daemon::DEFAULT_COORDINATOR)]
     coordinator: String,
     /// Host id reported to the coordinator (default: hostname).

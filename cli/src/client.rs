@@ -53,8 +53,36 @@ impl<T> Transport for T where
 }
 
 /// Connects to the coordinator with the shared client endpoint (TLS, connect timeout). A token
-/// goes over plain http only to a loopback address.
-pub async fn connect(addr: &str, auth: &ClientAuth) -> Result<Client, CliError> {
+/// goes over plain http only to a loopback address. Given several addresses (separated by
+/// commas), connects to the one that leads (`GetLeader`); while none leads, to the first that
+/// answers (a standby answers reads and refuses writes, naming the leader).
+pub async fn connect(addrs: &str, auth: &ClientAuth) -> Result<Client, CliError> {
+    let list = blocklab_daemon::fleet::coordinator_addresses(addrs);
+    if list.len() == 1 {
+        return connect_one(&list[0], auth).await;
+    }
+    let mut first: Option<Client> = None;
+    let mut last_error = None;
+    for addr in &list {
+        match connect_one(addr, auth).await {
+            Ok(mut c) => match c.get_leader(blocklab_proto::v1::GetLeaderRequest {}).await {
+                Ok(r) if r.get_ref().leading => return Ok(c),
+                Ok(_) => {
+                    first.get_or_insert(c);
+                }
+                Err(e) => last_error = Some(CliError::Rpc(e)),
+            },
+            Err(e) => last_error = Some(e),
+        }
+    }
+    match (first, last_error) {
+        (Some(c), _) => Ok(c),
+        (None, Some(e)) => Err(e),
+        (None, None) => connect_one(addrs, auth).await,
+    }
+}
+
+async fn connect_one(addr: &str, auth: &ClientAuth) -> Result<Client, CliError> {
     if auth.token.is_some() && auth.tls.is_none() && !is_loopback_target(addr) {
         return Err(CliError::PlaintextToken {
             addr: addr.to_string(),

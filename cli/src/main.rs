@@ -18,7 +18,8 @@ use clap::{Parser, Subcommand};
     about = "Run PostgreSQL page-size experiments and read their results"
 )]
 struct Args {
-    /// Coordinator address (host:port or URL).
+    /// Coordinator address (host:port or URL); several separated by commas when coordinators
+    /// share a catalog (the leader is found among them).
     #[arg(long, global = true, env = "BLOCKLAB_COORDINATOR", default_value = blocklab_daemon::DEFAULT_COORDINATOR)]
     coordinator: String,
     /// CA certificate (PEM) to verify the coordinator's TLS certificate; turns on https.

@@ -14,7 +14,7 @@ use blocklab_worker::error::WorkerError;
 use blocklab_worker::serve::{self, Workload};
 use support::TestServer;
 
-const SINGLE_USER_ORDER: [&str; 47] = [
+const SINGLE_USER_ORDER: [&str; 46] = [
     "sel_1_cl",
     "join_3_cl",
     "sel_100_ncl",
@@ -24,7 +24,6 @@ const SINGLE_USER_ORDER: [&str; 47] = [
     "sel_100_cl",
     "join_3_ncl",
     "sel_10pct_ncl",
-    "sel_10pct_cl",
     "agg_simple_report",
     "agg_info_retrieval",
     "agg_create_view",
@@ -62,6 +61,21 @@ const SINGLE_USER_ORDER: [&str; 47] = [
     "upd_del_t_mid_3",
     "bulk_append",
     "bulk_delete",
+];
+
+/// OSDB's cross-section tests in order, then its checks, with the rows each returns or
+/// changes (the checks: rows found restored).
+const CROSS_SECTION: [(&str, u64); 10] = [
+    ("xs.sel_1_ncl", 1),
+    ("xs.agg_simple_report", 1),
+    ("xs.mu_sel_100_seq", 100),
+    ("xs.mu_sel_100_rand", 100),
+    ("xs.mu_mod_100_seq_abort", 100),
+    ("xs.mu_mod_100_rand", 100),
+    ("xs.mu_unmod_100_seq", 100),
+    ("xs.mu_unmod_100_rand", 100),
+    ("xs.mu_checkmod_100_seq", 100),
+    ("xs.mu_checkmod_100_rand", 100),
 ];
 
 fn workload(rows: u64, mix: &str) -> Option<WorkloadKind> {
@@ -104,13 +118,14 @@ async fn mix(
     rows: u64,
     mix: &str,
     go: bool,
+    client_id_offset: u32,
 ) -> Result<RunLoadResult, WorkerError> {
     let t = RunLoadTask {
         conninfo: Some(server.conn(db)),
         clients: 3,
         duration_ms: 2000,
         warmup_ms: 200,
-        client_id_offset: 3,
+        client_id_offset,
         random_seed: 42,
         wait_for_go: go,
         workload: workload(rows, mix),
@@ -330,12 +345,15 @@ async fn both_mixes_report_tuples_per_second() {
     step(&server, "asap", 1000, "load", 0).await.unwrap();
     let c = server.client("asap").await;
     let signed_sum = "select sum(col_signed)::int8 from updates";
-    for (name, class, go) in [
-        ("mixed-ir", "mixed_ir", false),
-        ("mixed-oltp", "mixed_oltp", true),
+    let doubles = "select md5(string_agg(col_double::text, ',' order by col_key)) from updates";
+    let doubles_before: String = c.query_one(doubles, &[]).await.unwrap().get(0);
+    // The worker with the first client ids runs the cross section; another does not.
+    for (name, class, go, offset) in [
+        ("mixed-ir", "mixed_ir", false, 3),
+        ("mixed-oltp", "mixed_oltp", true, 0),
     ] {
         let sum_before = count(&c, signed_sum).await;
-        let r = mix(&server, "asap", 1000, name, go).await.unwrap();
+        let r = mix(&server, "asap", 1000, name, go, offset).await.unwrap();
         assert_eq!(r.clients, 3);
         assert!(r.transactions > 0 && r.failures == 0, "{name}: {r:?}");
         assert!(r.tps_excluding_connections > 0.0);
@@ -349,14 +367,46 @@ async fn both_mixes_report_tuples_per_second() {
         assert!(!r.samples.is_empty());
         let h = deserialize_histogram(&r.latency_histogram).unwrap();
         assert_eq!(h.len(), r.transactions);
-        assert_eq!(r.txn_types.len(), 1);
         let tt = &r.txn_types[0];
         assert_eq!(tt.name, class);
         assert_eq!(tt.count, r.transactions);
         // Every key exists: one tuple per query.
         assert_eq!(tt.rows, r.transactions, "{name}");
-        assert_eq!(r.metrics.len(), 1);
         let m = &r.metrics[0];
+        let cross: Vec<(&str, u64)> = r.txn_types[1..]
+            .iter()
+            .map(|t| (t.name.as_str(), t.rows))
+            .collect();
+        if offset == 0 {
+            assert_eq!(cross, CROSS_SECTION, "{name}");
+            assert!(r.txn_types[1..].iter().all(|t| t.count == 1));
+            // Each class's one response time is the statement's seconds.
+            for (t, m) in r.txn_types[1..].iter().zip(&r.metrics[1..]) {
+                let h = deserialize_histogram(&t.latency_histogram).unwrap();
+                let us = m.value * 1e6;
+                assert!(
+                    (h.mean() - us).abs() <= us * 0.01 + 1.0,
+                    "{}: histogram {} us, metric {us} us",
+                    t.name,
+                    h.mean()
+                );
+            }
+            let names: Vec<String> = r.metrics[1..].iter().map(|m| m.name.clone()).collect();
+            let mut want: Vec<String> = CROSS_SECTION
+                .iter()
+                .map(|(q, _)| format!("{class}.{q}"))
+                .collect();
+            want.push(format!("{class}.cross_section_s"));
+            assert_eq!(names, want);
+            assert!(
+                r.metrics[1..]
+                    .iter()
+                    .all(|m| m.unit == "s" && !m.higher_is_better && m.value > 0.0)
+            );
+        } else {
+            assert!(cross.is_empty(), "{cross:?}");
+            assert_eq!(r.metrics.len(), 1);
+        }
         assert_eq!(m.name, format!("{class}.tup_per_s"));
         assert_eq!(m.unit, "tup/s");
         assert!(m.higher_is_better && m.value > 0.0);
@@ -372,6 +422,47 @@ async fn both_mixes_report_tuples_per_second() {
             assert_eq!(changed, 0);
         }
     }
+    // The rolled-back and the undone modifications left col_double as it was.
+    let doubles_after: String = c.query_one(doubles, &[]).await.unwrap().get(0);
+    assert_eq!(doubles_after, doubles_before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cross_section_row_changed_behind_its_back_fails_the_check() {
+    let server = TestServer::start();
+    server.create_db("asap").await;
+    step(&server, "asap", 1000, "load", 0).await.unwrap();
+    let c = server.client("asap").await;
+    // At 1000 rows the sequential set is keys 250..=349. The change comes once the cross
+    // section's session sits idle after its last test (the undo of the spread set), before
+    // its checks at the end of the window.
+    let changer = tokio::spawn(async move {
+        let done = "select count(*) from pg_stat_activity where state = 'idle' and query like 'update updates u set col_double = s.col_double%col_key in (%'";
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while count(&c, done).await == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no cross section seen"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        c.execute(
+            "update updates set col_double = col_double + 1 where col_key = 300",
+            &[],
+        )
+        .await
+        .unwrap()
+    });
+    let e = mix(&server, "asap", 1000, "mixed-ir", false, 0)
+        .await
+        .unwrap_err();
+    assert_eq!(changer.await.unwrap(), 1);
+    assert!(
+        e.to_string().contains(
+            "mu_checkmod_100_seq found 99 of 100 rows of updates holding their value from before the mix"
+        ),
+        "{e}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -500,7 +591,7 @@ async fn print_timings() {
         }
     }
     for m in ["mixed-ir", "mixed-oltp"] {
-        let r = mix(&server, "asap", rows, m, false).await.unwrap();
+        let r = mix(&server, "asap", rows, m, false, 0).await.unwrap();
         println!(
             "{m}: {} queries, {:.0} q/s, {:?}, p50 {:.3} ms",
             r.transactions, r.tps_excluding_connections, r.metrics[0], r.latency_p50_ms

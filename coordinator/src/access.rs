@@ -21,7 +21,7 @@ const CONTROL_PREFIX: &str = "/blocklab.v1.Control/";
 pub fn required_scope(method: &str) -> Scope {
     match method {
         "ListJobs" | "GetJob" | "WatchJob" | "ListHosts" | "QueryResults" | "ListBuilds"
-        | "ProbeResults" | "ExportJob" | "CompareJobs" => Scope::Read,
+        | "ProbeResults" | "ExportJob" | "CompareJobs" | "GetLeader" => Scope::Read,
         "SubmitJob" | "CancelJob" | "RerunJob" => Scope::Submit,
         _ => Scope::Admin,
     }
@@ -138,7 +138,7 @@ mod tests {
             .filter_map(|l| l.trim().strip_prefix("rpc "))
             .filter_map(|l| l.split('(').next())
             .collect();
-        assert_eq!(methods.len(), 12, "{methods:?}");
+        assert_eq!(methods.len(), 13, "{methods:?}");
         let submit = ["SubmitJob", "CancelJob", "RerunJob"];
         for m in methods {
             let expected = if submit.contains(&m) {

@@ -32,6 +32,8 @@ fn shown(value: &str) -> String {
 pub struct ControlService {
     pub scheduler: Arc<Scheduler>,
     pub catalog_path: String,
+    /// Whether this coordinator leads (`leader.rs`).
+    pub role: tokio::sync::watch::Receiver<crate::leader::Role>,
 }
 
 fn summary(j: &JobRecord) -> JobSummary {
@@ -83,6 +85,28 @@ type EventStream = Pin<Box<dyn Stream<Item = Result<JobEvent, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl Control for ControlService {
+    async fn get_leader(
+        &self,
+        _request: Request<GetLeaderRequest>,
+    ) -> Result<Response<GetLeaderResponse>, Status> {
+        let role = self.role.borrow().clone();
+        let lease = self.scheduler.catalog.leader().await?;
+        let (leading, epoch) = match role {
+            crate::leader::Role::Leader { epoch } => (true, epoch),
+            crate::leader::Role::Standby { .. } => (false, lease.as_ref().map_or(0, |l| l.epoch)),
+        };
+        // An expired lease names no leader.
+        let leader_address = lease
+            .filter(|l| l.expires_in_ms > 0)
+            .map(|l| l.address)
+            .unwrap_or_default();
+        Ok(Response::new(GetLeaderResponse {
+            leading,
+            epoch,
+            leader_address,
+        }))
+    }
+
     async fn submit_job(
         &self,
         request: Request<SubmitJobRequest>,

@@ -85,6 +85,17 @@ impl ServiceError for ResultsError {
     }
 }
 
+impl ServiceError for crate::dashboard::history::HistoryError {
+    fn code(&self) -> ErrorCode {
+        use crate::dashboard::history::HistoryError;
+        match self {
+            HistoryError::Catalog(c) => c.code(),
+            HistoryError::Results(r) => r.code(),
+            HistoryError::BadFilter(_) => ErrorCode::BadInput,
+        }
+    }
+}
+
 impl ServiceError for TokenRefused {
     fn code(&self) -> ErrorCode {
         ErrorCode::Unauthenticated

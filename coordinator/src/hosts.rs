@@ -68,6 +68,7 @@ pub async fn list(catalog: &Catalog) -> Result<Vec<CredentialRecord>, EnrollErro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::Location;
 
     #[test]
     fn host_ids() {
@@ -83,9 +84,24 @@ mod tests {
     #[tokio::test]
     async fn add_list_revoke() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let catalog = Catalog::open(&dir.path().join("c.db"))
-            .await
-            .expect("catalog");
+        let path = dir.path().join("c.db");
+        let none = Location::Sqlite(dir.path().join("none.db"));
+        add_list_revoke_on(&Location::Sqlite(path), &none).await;
+        assert!(
+            !dir.path().join("none.db").exists(),
+            "the check created a file"
+        );
+    }
+
+    #[tokio::test]
+    async fn add_list_revoke_on_postgres() {
+        let pg = blocklab_testpg::PgServer::shared();
+        let none = Location::Postgres(pg.url("no_such_database"));
+        add_list_revoke_on(&Location::Postgres(pg.database()), &none).await;
+    }
+
+    async fn add_list_revoke_on(at: &Location, none: &Location) {
+        let catalog = Catalog::connect(at).await.expect("catalog");
         let token = add(&catalog, "db1", HostRole::Agent).await.expect("add");
         assert_eq!(token.expose().len(), 64);
         let other = add(&catalog, "w1", HostRole::Worker).await.expect("add");
@@ -106,20 +122,15 @@ mod tests {
                 .iter()
                 .all(|c| !c.token_sha256.contains(token.expose()))
         );
-        let path = dir.path().join("c.db");
         assert!(
-            crate::catalog::credentials::any_enrolled(&path)
+            crate::catalog::credentials::any_enrolled(at)
                 .await
                 .expect("read")
         );
         assert!(
-            !crate::catalog::credentials::any_enrolled(&dir.path().join("none.db"))
+            !crate::catalog::credentials::any_enrolled(none)
                 .await
-                .expect("no file")
-        );
-        assert!(
-            !dir.path().join("none.db").exists(),
-            "the check created a file"
+                .expect("no catalog")
         );
         revoke(&catalog, "db1").await.expect("revoke");
         assert!(!list(&catalog).await.expect("list")[0].is_active());

@@ -1,7 +1,7 @@
-//! blocklab coordinator: gRPC services, scheduler, SQLite catalog, and the CLI's logic.
+//! blocklab coordinator: gRPC services, scheduler, the catalog (SQLite or PostgreSQL), leader
+//! election among coordinators sharing a PostgreSQL catalog.
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use blocklab_daemon::security::{self, ApiToken, Secret, ServerTls, TokenCheck};
@@ -17,6 +17,7 @@ pub mod error;
 pub mod fleet;
 pub mod fuzzing;
 pub mod hosts;
+pub mod leader;
 pub mod listen;
 pub mod load;
 pub mod metrics;
@@ -31,7 +32,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// How the coordinator runs.
 #[derive(Debug, Clone)]
 pub struct CoordinatorConfig {
-    pub catalog_path: PathBuf,
+    /// Where the catalog lives (`--catalog`): a SQLite file or a PostgreSQL URL.
+    pub catalog: catalog::Location,
     pub heartbeat_interval: Duration,
     pub heartbeat_timeout: Duration,
     /// Serve TLS with this certificate and key (`--tls-cert`, `--tls-key`).
@@ -44,18 +46,26 @@ pub struct CoordinatorConfig {
     /// Serve the read-only web dashboard and `/metrics` here (`--dashboard-listen`); off if
     /// unset.
     pub dashboard: Option<std::net::SocketAddr>,
+    /// The address hosts and the CLI reach this coordinator at, as the leader lease names it
+    /// (`--advertise-addr`); the listener's address if unset.
+    pub advertise: Option<String>,
+    /// How long a leader's lease lasts unless renewed (`--lease-ttl`; PostgreSQL catalogs):
+    /// a standby takes over at most this long after the leader died.
+    pub lease_ttl: Duration,
 }
 
 impl CoordinatorConfig {
-    pub fn new(catalog_path: impl Into<PathBuf>) -> Self {
+    pub fn new(catalog: impl Into<catalog::Location>) -> Self {
         Self {
-            catalog_path: catalog_path.into(),
+            catalog: catalog.into(),
             heartbeat_interval: Duration::from_secs(2),
             heartbeat_timeout: Duration::from_secs(10),
             tls: None,
             fleet_token: None,
             api_tokens: Vec::new(),
             dashboard: None,
+            advertise: None,
+            lease_ttl: Duration::from_secs(10),
         }
     }
 }
@@ -68,6 +78,8 @@ pub enum CoordinatorError {
     Transport(#[from] tonic::transport::Error),
     #[error("TLS configuration (--tls-cert, --tls-key): {0}")]
     Tls(String),
+    #[error("stopped leading: {0}")]
+    LeadLost(#[from] leader::LeadLost),
     #[error("--dashboard-listen {addr}: {source}")]
     Dashboard {
         addr: std::net::SocketAddr,
@@ -92,18 +104,53 @@ pub async fn serve(
             .tls_config(tls.tonic_config())
             .map_err(|e| CoordinatorError::Tls(security::error_chain(&e)))?;
     }
-    let catalog = catalog::Catalog::open(&config.catalog_path).await?;
+    let catalog = catalog::Catalog::connect(&config.catalog).await?;
+    let addr = listener.local_addr().ok();
+    let advertised = config
+        .advertise
+        .clone()
+        .or_else(|| addr.map(|a| a.to_string()))
+        .unwrap_or_default();
+    // Coordinators may share a PostgreSQL catalog: there they elect a leader, and every write
+    // is fenced by the lease's epoch. A SQLite catalog has one coordinator, which leads.
+    let shared = catalog.backend() == catalog::Backend::Postgres;
+    let catalog = if shared {
+        catalog.fence(&advertised)
+    } else {
+        catalog
+    };
     let registry = fleet::Registry::new(fleet::Liveness {
         heartbeat_interval: config.heartbeat_interval,
         heartbeat_timeout: config.heartbeat_timeout,
     });
     let scheduler = scheduler::Scheduler::new(catalog.clone(), registry.clone());
     scheduler.follow_progress();
-    let requeued = catalog.requeue_interrupted().await?;
-    for job_id in catalog.unfinished_jobs().await? {
-        tracing::info!(job_id = %job_id, requeued, "resuming job");
-        scheduler.start_job(job_id);
-    }
+    let (role_tx, role) = tokio::sync::watch::channel(if shared {
+        leader::Role::Standby { leader: None }
+    } else {
+        leader::Role::Leader { epoch: 0 }
+    });
+    let (lost_tx, lost_rx) = tokio::sync::oneshot::channel::<leader::LeadLost>();
+    let election = if shared {
+        let (catalog, scheduler, mut leading) = (catalog.clone(), scheduler.clone(), role.clone());
+        let ttl = config.lease_ttl;
+        Some(tokio::spawn(async move {
+            let elect = leader::elect(catalog.clone(), ttl, role_tx);
+            tokio::pin!(elect);
+            tokio::select! {
+                lost = &mut elect => { let _ = lost_tx.send(lost); return; }
+                _ = leading.wait_for(leader::Role::is_leader) => {}
+            }
+            if let Err(e) = resume(&catalog, &scheduler).await {
+                tracing::error!(error = %e, "cannot resume the catalog's jobs as the new leader");
+            }
+            let _ = lost_tx.send(elect.await);
+        }))
+    } else {
+        drop(lost_tx);
+        resume(&catalog, &scheduler).await?;
+        None
+    };
     let reaper_registry = registry.clone();
     let reaper = tokio::spawn(async move {
         loop {
@@ -114,9 +161,13 @@ pub async fn serve(
     // The hosts' last_seen, in one write for all of them (liveness itself is in memory).
     let flush_registry = registry.clone();
     let flush_catalog = catalog.clone();
+    let flush_role = role.clone();
     let flusher = tokio::spawn(async move {
         loop {
             tokio::time::sleep(LIVENESS_FLUSH).await;
+            if !flush_role.borrow().is_leader() {
+                continue;
+            }
             let up: Vec<String> = flush_registry
                 .up()
                 .iter()
@@ -127,10 +178,11 @@ pub async fn serve(
             }
         }
     });
-    let addr = listener.local_addr().ok();
     tracing::info!(
         addr = ?addr,
-        catalog = %config.catalog_path.display(),
+        advertised = %advertised,
+        shared,
+        catalog = %config.catalog,
         tls = config.tls.is_some(),
         fleet_token = config.fleet_token.is_some(),
         api_tokens = config.api_tokens.len(),
@@ -144,7 +196,7 @@ pub async fn serve(
             let board = dashboard::Dashboard::new(
                 catalog.clone(),
                 registry.clone(),
-                config.catalog_path.display().to_string(),
+                config.catalog.to_string(),
                 &config.api_tokens,
             );
             let tls = config.tls.clone();
@@ -160,9 +212,12 @@ pub async fn serve(
     };
     let control = control::ControlService {
         scheduler,
-        catalog_path: config.catalog_path.display().to_string(),
+        catalog_path: config.catalog.to_string(),
+        role: role.clone(),
     };
     let closing_registry = registry.clone();
+    let lost = std::sync::Arc::new(std::sync::OnceLock::<leader::LeadLost>::new());
+    let lost_store = lost.clone();
     let (stopping_tx, mut stopping_rx) = tokio::sync::watch::channel(false);
     let fleet_tokens: Vec<Secret> = config.fleet_token.iter().cloned().collect();
     let enforcer = tokio::spawn(fleet::enforce_credentials(
@@ -174,6 +229,7 @@ pub async fn serve(
         registry,
         catalog,
         shared: TokenCheck::fleet(&fleet_tokens),
+        role,
     };
     let control = access::ScopeGate::new(
         ControlServer::new(control).max_decoding_message_size(security::CONTROL_MAX_MESSAGE_BYTES),
@@ -189,7 +245,13 @@ pub async fn serve(
         .serve_with_incoming_shutdown(
             tokio_stream::wrappers::TcpListenerStream::new(listener),
             async {
-                shutdown.await;
+                tokio::select! {
+                    _ = shutdown => {}
+                    Ok(lost) = lost_rx => {
+                        tracing::error!(reason = %lost, "stopped leading; shutting down");
+                        let _ = lost_store.set(lost);
+                    }
+                }
                 tracing::info!("shutting down: closing host streams");
                 closing_registry.close_all();
                 let _ = stopping_tx.send(true);
@@ -208,9 +270,30 @@ pub async fn serve(
     };
     reaper.abort();
     flusher.abort();
+    if let Some(e) = election {
+        e.abort();
+    }
     enforcer.abort();
     if let Some(d) = dashboard {
         d.abort();
     }
-    Ok(result?)
+    result?;
+    match lost.get() {
+        Some(l) => Err(CoordinatorError::LeadLost(l.clone())),
+        None => Ok(()),
+    }
+}
+
+/// What a coordinator does when it begins to lead: runs interrupted by the last leader's end
+/// go back to the queue, and every unfinished job gets its driver again.
+async fn resume(
+    catalog: &catalog::Catalog,
+    scheduler: &std::sync::Arc<scheduler::Scheduler>,
+) -> Result<(), catalog::CatalogError> {
+    let requeued = catalog.requeue_interrupted().await?;
+    for job_id in catalog.unfinished_jobs().await? {
+        tracing::info!(job_id = %job_id, requeued, "resuming job");
+        scheduler.start_job(job_id);
+    }
+    Ok(())
 }

@@ -134,6 +134,8 @@ impl ProgressSink {
 /// How the session dials and identifies itself.
 #[derive(Clone, Debug)]
 pub struct SessionConfig {
+    /// The coordinator's address, or several separated by commas (coordinators sharing a
+    /// catalog): the session tries them in turn until the leader accepts it.
     pub coordinator: String,
     pub hello: Hello,
     /// Used until the coordinator's welcome says otherwise.
@@ -189,17 +191,19 @@ pub async fn run_session<H: TaskHandler>(
         ),
     });
     let watchdog = tokio::spawn(fence_watchdog(contact.clone(), handler.clone()));
+    let addresses = coordinator_addresses(&config.coordinator);
     let mut backoff = Duration::from_millis(200);
-    loop {
+    for turn in 1usize.. {
+        let coordinator = addresses[(turn - 1) % addresses.len()].as_str();
         tokio::select! {
             _ = &mut shutdown => break,
-            outcome = one_connection(&config, handler.clone(), contact.clone()) => {
+            outcome = one_connection(&config, coordinator, handler.clone(), contact.clone()) => {
                 match outcome {
                     Ok(()) => {
-                        tracing::warn!(coordinator = %config.coordinator, "session closed by coordinator");
+                        tracing::warn!(coordinator, "session closed by coordinator");
                         backoff = Duration::from_millis(200);
                     }
-                    Err(e) => tracing::warn!(coordinator = %config.coordinator, error = %e, "session failed"),
+                    Err(e) => tracing::warn!(coordinator, error = %e, "session failed"),
                 }
             }
         }
@@ -207,7 +211,10 @@ pub async fn run_session<H: TaskHandler>(
             _ = &mut shutdown => break,
             _ = tokio::time::sleep(backoff) => {}
         }
-        backoff = (backoff * 2).min(config.max_backoff);
+        // The backoff grows once per round over every address.
+        if turn % addresses.len() == 0 {
+            backoff = (backoff * 2).min(config.max_backoff);
+        }
     }
     tracing::info!("shutting down session");
     watchdog.abort();
@@ -233,13 +240,28 @@ async fn fence_watchdog<H: TaskHandler>(contact: Arc<Contact>, handler: Arc<H>) 
     }
 }
 
+/// The addresses of a `--coordinator` value: one, or several separated by commas.
+pub fn coordinator_addresses(value: &str) -> Vec<String> {
+    let list: Vec<String> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(String::from)
+        .collect();
+    if list.is_empty() {
+        vec![value.to_string()]
+    } else {
+        list
+    }
+}
+
 async fn one_connection<H: TaskHandler>(
     config: &SessionConfig,
+    coordinator: &str,
     handler: Arc<H>,
     contact: Arc<Contact>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let channel =
-        crate::security::connect_channel(&config.coordinator, config.tls.as_ref()).await?;
+    let channel = crate::security::connect_channel(coordinator, config.tls.as_ref()).await?;
     let mut client =
         FleetClient::with_interceptor(channel, crate::security::Bearer::new(config.token.as_ref()))
             .max_decoding_message_size(crate::security::CLIENT_MAX_MESSAGE_BYTES);
@@ -249,7 +271,7 @@ async fn one_connection<H: TaskHandler>(
     })
     .await?;
     let mut inbound = client.attach(ReceiverStream::new(rx)).await?.into_inner();
-    tracing::info!(coordinator = %config.coordinator, host_id = %config.hello.host_id, "attached");
+    tracing::info!(coordinator, host_id = %config.hello.host_id, "attached");
 
     let hb_tx = tx.clone();
     let (interval_tx, mut interval_rx) = tokio::sync::watch::channel(config.heartbeat_interval);
@@ -368,4 +390,20 @@ pub fn task_error(
         reason: reason.into(),
         log_tail: log_tail.into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::coordinator_addresses;
+
+    #[test]
+    fn a_coordinator_value_is_one_address_or_a_comma_separated_list() {
+        assert_eq!(coordinator_addresses("127.0.0.1:7400"), ["127.0.0.1:7400"]);
+        assert_eq!(
+            coordinator_addresses("https://a:7400, b:7400,,"),
+            ["https://a:7400", "b:7400"]
+        );
+        // Nothing to split stays as given, so the dial names it in its error.
+        assert_eq!(coordinator_addresses(""), [""]);
+    }
 }

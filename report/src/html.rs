@@ -259,6 +259,20 @@ pub fn report(e: &JobExport) -> String {
         esc(SUSPECT_RULE),
         band = crate::analysis::Options::of(e).equivalence_pct,
     );
+    let ladders = crate::scaling::ladders(&e.results);
+    if !ladders.is_empty() {
+        out.push_str("<h3 id=\"scaling\">Scaling over clients</h3>\n<ul class=\"scaling\">");
+        for l in &ladders {
+            let _ = write!(
+                out,
+                "<li class=\"knee\" data-series=\"{}\" data-knee=\"{}\">{}</li>",
+                esc(&l.series),
+                l.knee,
+                esc(&l.sentence())
+            );
+        }
+        let _ = writeln!(out, "</ul><p class=\"note\">{}</p>", esc(render::KNEE_RULE));
+    }
     let by_metric = crate::metric_results(e);
     if !by_metric.is_empty() {
         out.push_str("<h3 id=\"per-metric\">Per metric</h3>\n");

@@ -18,6 +18,7 @@ pub mod html;
 pub mod own;
 pub mod plot;
 pub mod render;
+pub mod scaling;
 pub mod stats;
 
 pub use analysis::workload_metrics;

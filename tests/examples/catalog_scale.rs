@@ -2,7 +2,9 @@
 //! plans, cells and runs stored by the coordinator), then every run given a result and
 //! per-second samples (10,000 runs and 1,000,000 samples by default), then the coordinator
 //! restarted on that catalog and `results`, `compare`, `export` (with and without samples)
-//! and the dashboard's job page timed, median of several calls each.
+//! and the dashboard's pages (index, job page, the history of tps) timed, median of several
+//! calls each: once with the catalog in a SQLite file, once in a PostgreSQL database (a
+//! throwaway server, as the tests use).
 //!
 //!   cargo run --release -p blocklab-tests --example catalog_scale -- [JOBS] [SAMPLES_PER_RUN]
 //!
@@ -10,6 +12,7 @@
 
 use std::time::{Duration, Instant};
 
+use blocklab_coordinator::catalog::Location;
 use blocklab_proto::v1::control_client::ControlClient;
 use blocklab_proto::v1::{
     CompareJobsRequest, ExportJobRequest, QueryResultsRequest, SubmitJobRequest,
@@ -38,7 +41,7 @@ struct Running {
     dashboard: std::net::SocketAddr,
 }
 
-async fn start(catalog: &std::path::Path) -> Running {
+async fn start(catalog: &Location) -> Running {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -46,7 +49,7 @@ async fn start(catalog: &std::path::Path) -> Running {
     let dashboard = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("dashboard port");
-    let mut config = blocklab_coordinator::CoordinatorConfig::new(catalog);
+    let mut config = blocklab_coordinator::CoordinatorConfig::new(catalog.clone());
     config.dashboard = Some(dashboard);
     let (stop, mut rx) = watch::channel(false);
     let handle = tokio::spawn(async move {
@@ -106,17 +109,66 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> usize {
     body.len()
 }
 
+/// The median times of one backend.
+struct Figures {
+    submit: Duration,
+    fill: Duration,
+    runs: usize,
+    results: Duration,
+    compare: Duration,
+    export: Duration,
+    export_samples: Duration,
+    page: Duration,
+    index: Duration,
+    history: Duration,
+}
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let jobs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(10);
     let per_run: i64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100);
     let dir = tempfile::tempdir().expect("tempdir");
-    let catalog = dir.path().join("catalog.db");
+    let sqlite = measure(
+        &Location::Sqlite(dir.path().join("catalog.db")),
+        jobs,
+        per_run,
+    )
+    .await;
+    let pg = blocklab_testpg::PgServer::shared();
+    let postgres = measure(&Location::Postgres(pg.database()), jobs, per_run).await;
+    let n = 5;
+    let samples = sqlite.runs as i64 * per_run;
+    println!(
+        "catalog: {jobs} jobs, {} runs, {samples} per-second samples",
+        sqlite.runs
+    );
+    println!("| call | SQLite, median of {n} | PostgreSQL, median of {n} |\n|---|---|---|");
+    let row = |what: &str, f: fn(&Figures) -> Duration| {
+        println!("| {what} | {:.1?} | {:.1?} |", f(&sqlite), f(&postgres));
+    };
+    row("submit (all jobs, once)", |f| f.submit);
+    row("fill runs and samples (once)", |f| f.fill);
+    row("results (one job, 1,000 runs)", |f| f.results);
+    row("compare (two jobs)", |f| f.compare);
+    row("export (one job)", |f| f.export);
+    println!(
+        "| export with samples (one job, {} samples) | {:.1?} | {:.1?} |",
+        1000 * per_run,
+        sqlite.export_samples,
+        postgres.export_samples
+    );
+    row("dashboard job page", |f| f.page);
+    row(&format!("dashboard index ({jobs} jobs)"), |f| f.index);
+    row(&format!("dashboard history of tps ({jobs} jobs)"), |f| {
+        f.history
+    });
+}
 
+async fn measure(catalog: &Location, jobs: usize, per_run: i64) -> Figures {
     // 1. Jobs stored by the coordinator itself (no host attaches: they stay queued).
     let t = Instant::now();
-    let lab = start(&catalog).await;
+    let lab = start(catalog).await;
     let mut c = client(&lab.addr).await;
     let mut ids = Vec::new();
     for _ in 0..jobs {
@@ -132,13 +184,16 @@ async fn main() {
     }
     let _ = lab.stop.send(true);
     let _ = lab.handle.await;
-    println!("submitted {jobs} jobs in {:.1?}", t.elapsed());
+    let submit = t.elapsed();
 
     // 2. Every run done with a result and its per-second samples, as the writer stores them.
     let t = Instant::now();
-    let db = sqlx::SqlitePool::connect(&format!("sqlite://{}", catalog.display()))
-        .await
-        .expect("catalog");
+    sqlx::any::install_default_drivers();
+    let url = match catalog {
+        Location::Sqlite(p) => format!("sqlite://{}", p.display()),
+        Location::Postgres(url) => url.clone(),
+    };
+    let db = sqlx::AnyPool::connect(&url).await.expect("catalog");
     let mut tx = db.begin().await.expect("tx");
     sqlx::query("INSERT INTO hosts (host_id, role, labels, address, version, facts_json, first_seen, last_seen) VALUES ('db', 'agent', '[]', '127.0.0.1', '', '{}', '', '')")
         .execute(&mut *tx).await.expect("host");
@@ -149,15 +204,25 @@ async fn main() {
     for (i, (run_id, cell)) in runs.iter().enumerate() {
         let tps = 1000.0 + 10.0 * *cell as f64 + (i % 7) as f64;
         let bs = [4, 8, 16, 32][(*cell as usize) / 5] * 1024;
-        sqlx::query("UPDATE runs SET state = 'done', stage = 'done', attempt = 1, db_host_id = 'db', block_size = ?, wal_block_size = 8192, started_at = '2026-12-01T00:00:00Z', finished_at = '2026-12-01T00:02:00Z' WHERE run_id = ?")
-            .bind(bs).bind(run_id).execute(&mut *tx).await.expect("run");
-        sqlx::query("INSERT INTO results (run_id, transactions, failures, tps, tps_incl_conn, latency_avg_ms, latency_stddev_ms, latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_p999_ms, latency_max_ms, connection_time_ms, measured_seconds, client_cpu_user_s, client_cpu_system_s) VALUES (?, ?, 0, ?, ?, 1.0, 0.1, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 100.0, 1.0, 2.0)")
+        sqlx::query("UPDATE runs SET state = 'done', stage = 'done', attempt = 1, db_host_id = 'db', block_size = $1, wal_block_size = 8192, started_at = '2026-12-01T00:00:00Z', finished_at = '2026-12-01T00:02:00Z' WHERE run_id = $2")
+            .bind(i64::from(bs)).bind(run_id).execute(&mut *tx).await.expect("run");
+        sqlx::query("INSERT INTO results (run_id, transactions, failures, tps, tps_incl_conn, latency_avg_ms, latency_stddev_ms, latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_p999_ms, latency_max_ms, connection_time_ms, measured_seconds, client_cpu_user_s, client_cpu_system_s) VALUES ($1, $2, 0, $3, $4, 1.0, 0.1, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 100.0, 1.0, 2.0)")
             .bind(run_id).bind((tps * 100.0) as i64).bind(tps).bind(tps * 0.99)
             .execute(&mut *tx).await.expect("result");
-        for s in 0..per_run {
-            sqlx::query("INSERT INTO run_samples (run_id, second, transactions, latency_avg_ms, failures) VALUES (?, ?, ?, 1.0, 0)")
-                .bind(run_id).bind(s).bind(tps as i64)
-                .execute(&mut *tx).await.expect("sample");
+        // One statement per run for its samples (placeholders numbered $1, $2, ...).
+        if per_run > 0 {
+            let values: Vec<String> = (0..per_run)
+                .map(|s| format!("(${}, ${}, ${}, 1.0, 0)", 3 * s + 1, 3 * s + 2, 3 * s + 3))
+                .collect();
+            let sql = format!(
+                "INSERT INTO run_samples (run_id, second, transactions, latency_avg_ms, failures) VALUES {}",
+                values.join(", ")
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for s in 0..per_run {
+                q = q.bind(run_id).bind(s).bind(tps as i64);
+            }
+            q.execute(&mut *tx).await.expect("samples");
         }
     }
     sqlx::query("UPDATE jobs SET state = 'done', finished_at = '2026-12-01T01:00:00Z'")
@@ -166,15 +231,10 @@ async fn main() {
         .expect("jobs");
     tx.commit().await.expect("commit");
     db.close().await;
-    let samples = runs.len() as i64 * per_run;
-    println!(
-        "filled {} runs and {samples} samples in {:.1?}",
-        runs.len(),
-        t.elapsed()
-    );
+    let fill = t.elapsed();
 
     // 3. The coordinator on that catalog, timed as users call it.
-    let lab = start(&catalog).await;
+    let lab = start(catalog).await;
     let c = client(&lab.addr).await;
     let (a, b) = (ids[0].clone(), ids[ids.len() - 1].clone());
     let n = 5;
@@ -246,21 +306,23 @@ async fn main() {
         http_get(lab.dashboard, "/").await;
     })
     .await;
+    let history = median(n, || async {
+        http_get(lab.dashboard, "/history/tps").await;
+    })
+    .await;
     let _ = c;
-    println!(
-        "catalog: {jobs} jobs, {} runs, {samples} per-second samples (SQLite)",
-        runs.len()
-    );
-    println!("| call | median of {n} |\n|---|---|");
-    println!("| results (one job, 1,000 runs) | {results:.1?} |");
-    println!("| compare (two jobs) | {compare:.1?} |");
-    println!("| export (one job) | {export:.1?} |");
-    println!(
-        "| export with samples (one job, {} samples) | {export_samples:.1?} |",
-        1000 * per_run
-    );
-    println!("| dashboard job page | {page:.1?} |");
-    println!("| dashboard index ({jobs} jobs) | {index:.1?} |");
     let _ = lab.stop.send(true);
     let _ = lab.handle.await;
+    Figures {
+        submit,
+        fill,
+        runs: runs.len(),
+        results,
+        compare,
+        export,
+        export_samples,
+        page,
+        index,
+        history,
+    }
 }

@@ -45,6 +45,9 @@ pub struct Lab {
     stop: watch::Sender<bool>,
     handles: Vec<tokio::task::JoinHandle<()>>,
     children: Vec<std::process::Child>,
+    catalog: blocklab_coordinator::catalog::Location,
+    /// The PostgreSQL server of a lab whose catalog is on PostgreSQL.
+    _pg: Option<std::sync::Arc<blocklab_testpg::PgServer>>,
 }
 
 /// What a lab runs besides the coordinator and the agent.
@@ -56,6 +59,9 @@ pub struct LabOptions {
     pub worker_processes: usize,
     /// Agents started in this process (labels `e2e`): `e2e-db`, then `e2e-db-1`, ...
     pub agents: usize,
+    /// Keep the catalog in a fresh database on a throwaway PostgreSQL server instead of a
+    /// SQLite file in the lab's directory.
+    pub postgres_catalog: bool,
 }
 
 impl Default for LabOptions {
@@ -64,6 +70,7 @@ impl Default for LabOptions {
             workers_in_process: 1,
             worker_processes: 0,
             agents: 1,
+            postgres_catalog: false,
         }
     }
 }
@@ -130,8 +137,18 @@ impl Lab {
         let (stop, stop_rx) = watch::channel(false);
         let mut handles = Vec::new();
 
-        let mut config =
-            blocklab_coordinator::CoordinatorConfig::new(dir.path().join("catalog.db"));
+        let (pg, catalog) = if opts.postgres_catalog {
+            let pg = blocklab_testpg::PgServer::shared();
+            let url = pg.database();
+            (
+                Some(pg),
+                blocklab_coordinator::catalog::Location::Postgres(url),
+            )
+        } else {
+            let path = dir.path().join("catalog.db");
+            (None, blocklab_coordinator::catalog::Location::Sqlite(path))
+        };
+        let mut config = blocklab_coordinator::CoordinatorConfig::new(catalog.clone());
         config.heartbeat_interval = Duration::from_millis(500);
         config.heartbeat_timeout = Duration::from_secs(5);
         let rx = stop_rx.clone();
@@ -215,6 +232,8 @@ impl Lab {
             stop,
             handles,
             children,
+            catalog,
+            _pg: pg,
         };
         let mut client = lab.client().await;
         wait_until(Duration::from_secs(30), "agent and worker attach", || {
@@ -243,8 +262,30 @@ impl Lab {
         panic!("coordinator at {} did not answer", self.addr);
     }
 
+    /// The SQLite catalog file (a lab with a PostgreSQL catalog has none: see
+    /// [`Lab::catalog_sql`]).
     pub fn catalog_path(&self) -> PathBuf {
         self.dir.path().join("catalog.db")
+    }
+
+    /// Where the lab's catalog is.
+    pub fn catalog(&self) -> &blocklab_coordinator::catalog::Location {
+        &self.catalog
+    }
+
+    /// A connection pool on the lab's catalog, whichever backend it is on, for reading its
+    /// rows directly (queries with `$N` placeholders run on both).
+    pub async fn catalog_sql(&self) -> sqlx::AnyPool {
+        sqlx::any::install_default_drivers();
+        let url = match &self.catalog {
+            blocklab_coordinator::catalog::Location::Sqlite(p) => {
+                format!("sqlite://{}?mode=ro", p.display())
+            }
+            blocklab_coordinator::catalog::Location::Postgres(url) => url.clone(),
+        };
+        sqlx::AnyPool::connect(&url)
+            .await
+            .expect("open the catalog")
     }
 
     /// Stops the daemons (the agent stops and removes any cluster it still runs).

@@ -6,7 +6,7 @@
 use std::time::{Duration, SystemTime};
 
 use blocklab_proto::v1::{GetJobRequest, ListHostsRequest, QueryResultsRequest, SubmitJobRequest};
-use blocklab_tests::{Lab, build_cache, pg_tarball};
+use blocklab_tests::{Lab, LabOptions, build_cache, pg_tarball};
 use sqlx::Row;
 
 fn spec(name: &str) -> String {
@@ -92,7 +92,21 @@ fn marker_mtimes() -> Vec<(String, SystemTime)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_k_versus_sixteen_k_end_to_end_with_cached_rebuild() {
-    let lab = Lab::start().await;
+    spine(LabOptions::default()).await;
+}
+
+/// The same, with the catalog on a PostgreSQL server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_spine_with_the_catalog_on_postgresql() {
+    spine(LabOptions {
+        postgres_catalog: true,
+        ..LabOptions::default()
+    })
+    .await;
+}
+
+async fn spine(opts: LabOptions) {
+    let lab = Lab::start_with(opts).await;
     let mut client = lab.client().await;
 
     // Host facts arrived with the agent's hello.
@@ -145,14 +159,9 @@ async fn eight_k_versus_sixteen_k_end_to_end_with_cached_rebuild() {
     assert!(results.cells[0].is_baseline);
     assert!(results.cells[1].pct_change_vs_baseline.is_some());
 
-    // The catalog rows, read straight from the SQLite file.
-    let db = sqlx::SqlitePool::connect(&format!(
-        "sqlite://{}?mode=ro",
-        lab.catalog_path().display()
-    ))
-    .await
-    .expect("open catalog");
-    let rows = sqlx::query("SELECT block_size_kb, block_size, wal_block_size, tps, transactions, failures, latency_p50_ms, latency_p99_ms, latency_max_ms, server_version FROM results_v WHERE job_id = ? ORDER BY cell_index")
+    // The catalog rows, read straight from the catalog (the SQLite file or the database).
+    let db = lab.catalog_sql().await;
+    let rows = sqlx::query("SELECT block_size_kb, block_size, wal_block_size, tps, transactions, failures, latency_p50_ms, latency_p99_ms, latency_max_ms, server_version FROM results_v WHERE job_id = $1 ORDER BY cell_index")
         .bind(&first)
         .fetch_all(&db)
         .await
@@ -172,14 +181,14 @@ async fn eight_k_versus_sixteen_k_end_to_end_with_cached_rebuild() {
         assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{p50} {p99} {max}");
         assert!(row.get::<String, _>("server_version").starts_with("15."));
     }
-    let settings: i64 = sqlx::query_scalar("SELECT count(*) FROM run_settings s JOIN runs r USING (run_id) WHERE r.job_id = ? AND s.name = 'shared_buffers'")
+    let settings: i64 = sqlx::query_scalar("SELECT count(*) FROM run_settings s JOIN runs r USING (run_id) WHERE r.job_id = $1 AND s.name = 'shared_buffers'")
         .bind(&first)
         .fetch_one(&db)
         .await
         .expect("settings");
     assert_eq!(settings, 2, "effective shared_buffers stored per run");
     let samples: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM run_samples s JOIN runs r USING (run_id) WHERE r.job_id = ?",
+        "SELECT count(*) FROM run_samples s JOIN runs r USING (run_id) WHERE r.job_id = $1",
     )
     .bind(&first)
     .fetch_one(&db)
@@ -202,19 +211,20 @@ async fn eight_k_versus_sixteen_k_end_to_end_with_cached_rebuild() {
     )
     .await
     .expect("second job in time");
-    let builds =
-        sqlx::query("SELECT build_key, reused FROM builds WHERE job_id = ? ORDER BY block_size_kb")
-            .bind(&second)
-            .fetch_all(&db)
-            .await
-            .expect("builds");
+    let builds = sqlx::query(
+        "SELECT build_key, reused FROM builds WHERE job_id = $1 ORDER BY block_size_kb",
+    )
+    .bind(&second)
+    .fetch_all(&db)
+    .await
+    .expect("builds");
     assert_eq!(builds.len(), 2);
     assert!(
-        builds.iter().all(|b| b.get::<bool, _>("reused")),
+        builds.iter().all(|b| b.get::<i64, _>("reused") == 1),
         "second job reused both builds"
     );
     let first_keys: Vec<String> =
-        sqlx::query_scalar("SELECT build_key FROM builds WHERE job_id = ? ORDER BY block_size_kb")
+        sqlx::query_scalar("SELECT build_key FROM builds WHERE job_id = $1 ORDER BY block_size_kb")
             .bind(&first)
             .fetch_all(&db)
             .await
@@ -223,7 +233,7 @@ async fn eight_k_versus_sixteen_k_end_to_end_with_cached_rebuild() {
     assert_eq!(first_keys, second_keys, "same cache keys");
     assert_eq!(marker_mtimes(), markers, "no build was redone");
     let reused_runs: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM runs WHERE job_id = ? AND build_reused = 1")
+        sqlx::query_scalar("SELECT count(*) FROM runs WHERE job_id = $1 AND build_reused = 1")
             .bind(&second)
             .fetch_one(&db)
             .await

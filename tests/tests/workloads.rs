@@ -235,6 +235,15 @@ async fn as3ap_like_job_times_each_query_and_reports_tuples_per_second() {
     for mix in ["mixed_ir", "mixed_oltp"] {
         let t = find(&m, &format!("{mix}.tup_per_s"));
         assert!(t.1 > 0.0 && t.2 == "tup/s" && t.3, "{t:?}");
+        // OSDB's cross-section tests timed inside the mix, and its two checks after it.
+        let xs: Vec<_> = m
+            .iter()
+            .filter(|x| x.0.starts_with(&format!("{mix}.xs.")))
+            .collect();
+        assert_eq!(xs.len(), 10, "{mix}: {xs:?}");
+        assert!(xs.iter().all(|x| x.2 == "s" && !x.3 && x.1 > 0.0), "{xs:?}");
+        let total = find(&m, &format!("{mix}.cross_section_s"));
+        assert!(total.1 > 0.0 && total.2 == "s", "{total:?}");
     }
     let table = results_table(&lab, &job, "").await;
     assert!(table.contains("mixed_ir.tup_per_s mean"), "{table}");

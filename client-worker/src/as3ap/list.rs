@@ -22,9 +22,18 @@ pub struct Query {
     pub op: Op,
 }
 
-const PROJ6: &str = "select col_key, col_int, col_signed, col_code, col_double, col_name";
+pub const PROJ6: &str = "select col_key, col_int, col_signed, col_code, col_double, col_name";
 const ALICE: &str = "50005, 50005.00, 50005.00, 50005.00, '1988-01-01', 'CONTROLLER', 'ALICE IN WONDERLAND', \
      'UNIVERSITY OF ILLINOIS AT CHICAGO'";
+
+/// AS3AP's simple report: the average decimal of the updates rows joined to hundred
+/// above a threshold (also a cross-section test).
+pub const AGG_SIMPLE_REPORT: &str = "select avg(updates.col_decim) from updates where updates.col_key in (select updates.col_key from updates, hundred where hundred.col_key = updates.col_key and updates.col_decim > 980000000)";
+
+/// One row of updates by its non-clustered code (also a cross-section test).
+pub fn sel_1_ncl() -> String {
+    format!("{PROJ6} from updates where col_code = 'BENCHMARKS'")
+}
 
 fn q(name: &str, op: Op) -> Query {
     Query {
@@ -67,8 +76,8 @@ impl Keys {
     }
 }
 
-/// OSDB's single-user list (`singleUserTests`), plus AS3AP's sel_10pct_cl which OSDB
-/// leaves out. Repeated tests get a `_2`, `_3` suffix.
+/// OSDB's single-user list (`singleUserTests`), exactly its 46 tests in its order.
+/// Repeated tests get a `_2`, `_3` suffix.
 pub fn single_user_list(rows: u64) -> Vec<Query> {
     let Keys { lo, hi, dup, mid } = Keys::for_rows(rows);
     let app_mid = format!("insert into updates values ({mid}, {mid}, {ALICE})");
@@ -119,16 +128,7 @@ pub fn single_user_list(rows: u64) -> Vec<Query> {
                 "{PROJ6} from tenpct where col_name = 'THE+ASAP+BENCHMARKS+'"
             )),
         ),
-        q(
-            "sel_10pct_cl",
-            sel(&format!("{PROJ6} from uniques where col_key <= 100000000")),
-        ),
-        q(
-            "agg_simple_report",
-            sel(
-                "select avg(updates.col_decim) from updates where updates.col_key in (select updates.col_key from updates, hundred where hundred.col_key = updates.col_key and updates.col_decim > 980000000)",
-            ),
-        ),
+        q("agg_simple_report", sel(AGG_SIMPLE_REPORT)),
         q(
             "agg_info_retrieval",
             sel(
@@ -194,12 +194,7 @@ pub fn single_user_list(rows: u64) -> Vec<Query> {
             )),
         ),
         q("proj_10pct", sel("select distinct col_signed from tenpct")),
-        q(
-            "sel_1_ncl",
-            sel(&format!(
-                "{PROJ6} from updates where col_code = 'BENCHMARKS'"
-            )),
-        ),
+        q("sel_1_ncl", sel(&sel_1_ncl())),
         q(
             "join_2_ncl",
             sel(&format!(

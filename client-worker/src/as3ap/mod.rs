@@ -34,6 +34,7 @@
 //! `_h` indexes hash); `single-user` runs OSDB's list ([`list::single_user_list`]) and
 //! restores the tables; `run` drives the `mixed-ir` or `mixed-oltp` mix ([`multi`]).
 
+mod cross;
 mod generate;
 mod list;
 mod mix;

@@ -1,6 +1,8 @@
 //! The multi-user mixes: every user repeatedly runs OSDB's IR select (`mu_ir_select`) or
 //! OLTP update (`mu_oltp_update`) on `updates` by a random existing key, and the run
-//! reports queries and tuples per second.
+//! reports queries and tuples per second. The worker with the first client ids also runs
+//! OSDB's cross-section tests ([`super::cross`]) on one more session: from the start of
+//! the measured window, once, then its checks after the users have stopped.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -8,33 +10,40 @@ use std::time::{Duration, Instant};
 
 use blocklab_daemon::fleet::ProgressSink;
 use tokio::sync::oneshot;
-use tokio_postgres::{Client, SimpleQueryMessage, Statement};
 
 use crate::conn::Target;
 use crate::cpu::CpuTimes;
 use crate::engine::control::LoadControl;
-use crate::engine::stats::ClientStats;
+use crate::engine::stats::{ClientStats, SharedSeries};
 use crate::engine::window::{WindowFacts, WindowOutcome, WindowParams};
-use crate::error::{WorkerError, describe};
+use crate::engine::wire::query::{self, Rows};
+use crate::engine::wire::request::Template;
+use crate::engine::wire::{Conn, SqlError, startup};
+use crate::error::WorkerError;
 use blocklab_script::Protocol;
 use blocklab_script::prng::PgPrng;
 
+use super::cross::{CrossOutcome, Session};
 use super::mix::Mix;
 use super::result::result;
 use crate::engine::live::report_live;
 
-/// One user's connection and random stream.
+/// One user's connection (the load engine's own, `engine::wire`), the query's frames
+/// under the extended and prepared protocols, and its random stream.
 struct User {
-    client: Client,
-    conn: tokio::task::JoinHandle<()>,
-    prepared: Option<Statement>,
+    conn: Conn,
+    template: Option<Template>,
+    rows: Rows,
+    scratch: String,
     rng: PgPrng,
 }
 
+/// The measured window, and its one per-second series for all users.
 struct Window {
     start: Instant,
     end: Instant,
     seconds: usize,
+    series: SharedSeries,
 }
 
 struct UserOutcome {
@@ -50,62 +59,42 @@ fn random_key(rng: &mut PgPrng, rows: u64) -> i32 {
     i32::try_from(k).unwrap_or(i32::MAX)
 }
 
-async fn one(
-    mix: Mix,
-    proto: Protocol,
-    u: &mut User,
-    rows: u64,
-) -> Result<u64, tokio_postgres::Error> {
+async fn one(mix: Mix, u: &mut User, rows: u64) -> Result<u64, SqlError> {
     let key = random_key(&mut u.rng, rows);
-    match proto {
-        Protocol::Simple => {
-            let msgs = u
-                .client
-                .simple_query(&format!("{}{key}", mix.sql()))
-                .await?;
-            Ok(msgs
-                .iter()
-                .map(|m| match (mix, m) {
-                    (Mix::Ir, SimpleQueryMessage::Row(_)) => 1,
-                    (Mix::Oltp, SimpleQueryMessage::CommandComplete(n)) => *n,
-                    _ => 0,
-                })
-                .sum())
+    match &u.template {
+        None => {
+            let sql = format!("{}{key}", mix.sql());
+            query::simple_rows(&mut u.conn, &sql, &mut u.rows).await?;
         }
-        Protocol::Extended | Protocol::Prepared => {
-            let sql = format!("{}$1", mix.sql());
-            let n = match (&u.prepared, mix) {
-                (Some(st), Mix::Ir) => u.client.query(st, &[&key]).await?.len() as u64,
-                (Some(st), Mix::Oltp) => u.client.execute(st, &[&key]).await?,
-                (None, Mix::Ir) => u.client.query(sql.as_str(), &[&key]).await?.len() as u64,
-                (None, Mix::Oltp) => u.client.execute(sql.as_str(), &[&key]).await?,
-            };
-            Ok(n)
-        }
+        Some(t) => query::query(&mut u.conn, t, &[&key], &mut u.scratch, &mut u.rows).await?,
     }
+    Ok(match mix {
+        Mix::Ir => u.rows.len() as u64,
+        Mix::Oltp => u.rows.affected(),
+    })
 }
 
 async fn drive(
     mix: Mix,
-    proto: Protocol,
     mut u: User,
     rows: u64,
     w: Arc<Window>,
     stop: Arc<AtomicBool>,
     live: Arc<AtomicU64>,
 ) -> UserOutcome {
-    let mut stats = ClientStats::new(w.seconds);
+    let mut stats = ClientStats::new(1);
     let mut tuples = 0;
     let mut finished = w.start;
     while !stop.load(Ordering::Relaxed) && Instant::now() < w.end {
         let t0 = Instant::now();
-        let res = one(mix, proto, &mut u, rows).await;
+        let res = one(mix, &mut u, rows).await;
         let t1 = Instant::now();
         let counted = t0 >= w.start;
         let second = t1.saturating_duration_since(w.start).as_secs() as usize;
         match res {
             Ok(n) if counted => {
-                stats.record(second, t1 - t0);
+                stats.record(0, t1 - t0);
+                w.series.record(second, Some(t1 - t0));
                 tuples += n;
                 live.fetch_add(1, Ordering::Relaxed);
                 finished = t1;
@@ -113,18 +102,18 @@ async fn drive(
             Ok(_) => {}
             Err(e) => {
                 if counted {
-                    stats.record_failure(second, || describe(&e));
+                    stats.record_failure(0, || e.to_string());
+                    w.series.record(second, None);
                     finished = t1;
                 }
-                if u.client.is_closed() {
-                    tracing::warn!(error = %describe(&e), "as3ap user lost its connection");
+                if u.conn.is_broken() {
+                    tracing::warn!(error = %e, "as3ap user lost its connection");
                     break;
                 }
             }
         }
     }
-    drop(u.client);
-    let _ = u.conn.await;
+    u.conn.close().await;
     UserOutcome {
         stats,
         tuples,
@@ -139,23 +128,32 @@ async fn connect(
     rng: PgPrng,
 ) -> Result<(User, Duration), WorkerError> {
     let started = Instant::now();
-    let (client, conn) = target.connect().await?;
-    let prepared = if proto == Protocol::Prepared {
-        let sql = format!("{}$1", mix.sql());
-        Some(
-            client
-                .prepare(&sql)
+    let mut conn = startup::connect(target)
+        .await
+        .map_err(|e| WorkerError::Connect {
+            target: target.display.clone(),
+            reason: e.to_string(),
+        })?;
+    let sql = format!("{}$1", mix.sql());
+    let preparing = |e: SqlError| WorkerError::Sql {
+        context: "preparing the as3ap query".into(),
+        reason: e.to_string(),
+    };
+    let template = match proto {
+        Protocol::Simple => None,
+        Protocol::Extended => Some(Template::unnamed(&sql, 1).map_err(preparing)?),
+        Protocol::Prepared => Some(
+            query::prepare(&mut conn, "as3ap_mix", &sql)
                 .await
-                .map_err(|e| WorkerError::sql("preparing the as3ap query", &e))?,
-        )
-    } else {
-        None
+                .map_err(preparing)?,
+        ),
     };
     Ok((
         User {
-            client,
             conn,
-            prepared,
+            template,
+            rows: Rows::default(),
+            scratch: String::new(),
             rng,
         },
         started.elapsed(),
@@ -207,6 +205,11 @@ pub async fn run_mix(
         users.push(u);
     }
     let connection_elapsed = begin.elapsed();
+    let cross = if t.client_id_offset == 0 {
+        Some(Session::open(&target, rows).await?)
+    } else {
+        None
+    };
     tracing::info!(
         mix = mix.class(),
         clients = t.clients,
@@ -226,6 +229,7 @@ pub async fn run_mix(
         start,
         end: start + duration,
         seconds: duration.as_secs_f64().ceil().max(1.0) as usize,
+        series: SharedSeries::new(duration.as_secs_f64().ceil().max(1.0) as usize),
     });
     let live = Arc::new(AtomicU64::new(0));
     let handles: Vec<_> = users
@@ -233,7 +237,6 @@ pub async fn run_mix(
         .map(|u| {
             tokio::spawn(drive(
                 mix,
-                proto,
                 u,
                 rows,
                 w.clone(),
@@ -266,6 +269,13 @@ pub async fn run_mix(
         move || live.load(Ordering::Relaxed)
     };
     let reporter = tokio::spawn(report_live(completed, progress.clone()));
+    let cross = cross.map(|x| {
+        let stop = ctl.stop.clone();
+        tokio::spawn(async move {
+            let tests = x.run(&stop).await;
+            (x, tests)
+        })
+    });
     let mut total = ClientStats::new(w.seconds);
     let mut tuples = 0u64;
     let mut last_finish = w.start;
@@ -278,7 +288,23 @@ pub async fn run_mix(
         last_finish = last_finish.max(o.finished);
     }
     reporter.abort();
+    total.seconds = w.series.snapshot();
     let cpu = CpuTimes::now().since(cpu_before);
+    let cross = match cross {
+        Some(h) => {
+            let (x, tests) = h
+                .await
+                .map_err(|_| WorkerError::Run("the as3ap cross section panicked".into()))?;
+            let tests = tests?;
+            if ctl.stop.load(Ordering::Relaxed) {
+                None
+            } else {
+                let checks = x.check().await?;
+                Some(CrossOutcome { tests, checks })
+            }
+        }
+        None => None,
+    };
     let measured_s = last_finish.saturating_duration_since(w.start).as_secs_f64();
     if total.transactions == 0 && !ctl.stop.load(Ordering::Relaxed) {
         return Err(WorkerError::Run(format!(
@@ -308,5 +334,19 @@ pub async fn run_mix(
         clients: t.clients,
         random_seed,
     };
-    Ok(result(&total, tuples, mix, &facts, tup_per_s))
+    if let Some(x) = &cross {
+        tracing::info!(
+            mix = mix.class(),
+            cross_section_s = x.total_s(),
+            "as3ap cross section done"
+        );
+    }
+    Ok(result(
+        &total,
+        tuples,
+        mix,
+        &facts,
+        tup_per_s,
+        cross.as_ref(),
+    ))
 }

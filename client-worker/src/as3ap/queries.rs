@@ -24,7 +24,7 @@ fn failed(sql: &str, e: &tokio_postgres::Error) -> WorkerError {
 }
 
 /// Runs one op; returns (rows, what the rows are, the refusal when one was expected).
-async fn run_op(
+pub async fn run_op(
     client: &Client,
     op: &Op,
 ) -> Result<(u64, &'static str, Option<String>), WorkerError> {

@@ -41,7 +41,8 @@ enum Command {
 
 #[derive(Args, Debug)]
 struct ServeArgs {
-    /// Coordinator address (URL or host:port).
+    /// Coordinator address (host:port or URL); several separated by commas when coordinators
+    /// share a catalog (the leader is found among them).
     #[arg(long, env = "BLOCKLAB_COORDINATOR", default_value = blocklab_daemon::DEFAULT_COORDINATOR)]
     coordinator: String,
     /// Host id reported to the coordinator (default: hostname).

@@ -18,6 +18,42 @@ pub struct SecondAcc {
     pub failures: u64,
 }
 
+/// One per-second series shared by the sessions of a workload driver (TPC-C-like
+/// terminals, AS3AP-like users), so the window's series exists once per worker, not once
+/// per session.
+#[derive(Debug, Default)]
+pub struct SharedSeries(std::sync::Mutex<Vec<SecondAcc>>);
+
+impl SharedSeries {
+    pub fn new(window_seconds: usize) -> SharedSeries {
+        SharedSeries(std::sync::Mutex::new(vec![
+            SecondAcc::default();
+            window_seconds.max(1)
+        ]))
+    }
+
+    /// Counts a transaction ending in `second` of the window (the last second takes what
+    /// ends later): its latency, or a failure.
+    pub fn record(&self, second: usize, latency: Option<Duration>) {
+        let mut seconds = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let last = seconds.len().saturating_sub(1);
+        if let Some(b) = seconds.get_mut(second.min(last)) {
+            match latency {
+                Some(l) => {
+                    b.transactions += 1;
+                    b.latency_sum_us += l.as_micros() as f64;
+                }
+                None => b.failures += 1,
+            }
+        }
+    }
+
+    /// The series so far.
+    pub fn snapshot(&self) -> Vec<SecondAcc> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
 /// What one client (or, merged, a thread or the whole run) measured.
 #[derive(Clone, Debug)]
 pub struct ClientStats {

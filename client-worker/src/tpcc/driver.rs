@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use super::rand::Rng;
 use super::txn::{Outcome, Terminal};
-use crate::engine::stats::ClientStats;
-use crate::error::{WorkerError, describe};
+use crate::engine::stats::{ClientStats, SecondAcc, SharedSeries};
+use crate::error::WorkerError;
 
 /// The five transaction types, in the order of [`NAMES`].
 pub const KINDS: usize = 5;
@@ -35,17 +35,33 @@ pub struct Timeline {
 }
 
 /// What every terminal shares: the cancellation flag, the abort flag a terminal raises
-/// when its connection breaks, and the live count of completed transactions.
+/// when its connection breaks, the live count of completed transactions, and the window's
+/// one per-second series (so memory grows with the window once, not once per terminal).
 #[derive(Debug, Default)]
 pub struct Shared {
     pub stop: Arc<AtomicBool>,
     pub abort: AtomicBool,
     pub live: AtomicU64,
+    pub seconds: SharedSeries,
 }
 
 impl Shared {
+    /// Shares with `window_seconds` seconds in its series.
+    pub fn new(stop: Arc<AtomicBool>, window_seconds: usize) -> Shared {
+        Shared {
+            stop,
+            seconds: SharedSeries::new(window_seconds),
+            ..Shared::default()
+        }
+    }
+
     fn halted(&self) -> bool {
         self.stop.load(Ordering::Relaxed) || self.abort.load(Ordering::Relaxed)
+    }
+
+    /// The window's per-second series.
+    pub fn series(&self) -> Vec<SecondAcc> {
+        self.seconds.snapshot()
     }
 }
 
@@ -56,7 +72,8 @@ pub struct Pace {
     pub time_scale: f64,
 }
 
-/// One terminal's (or, merged, the worker's) measurements of the window.
+/// One terminal's (or, merged, the worker's) measurements of the window; the per-second
+/// series is [`Shared`]'s.
 #[derive(Clone, Debug)]
 pub struct TermStats {
     pub all: ClientStats,
@@ -67,9 +84,9 @@ pub struct TermStats {
 }
 
 impl TermStats {
-    pub fn new(window_seconds: usize) -> TermStats {
+    pub fn new() -> TermStats {
         TermStats {
-            all: ClientStats::new(window_seconds),
+            all: ClientStats::new(1),
             kinds: (0..KINDS).map(|_| ClientStats::new(1)).collect(),
             rollbacks: [0; KINDS],
             first_error: None,
@@ -144,11 +161,6 @@ async fn pause(secs: f64, end: Instant, shared: &Shared) -> bool {
     }
 }
 
-fn is_retryable(e: &tokio_postgres::Error) -> bool {
-    e.as_db_error()
-        .is_some_and(|db| matches!(db.code().code(), "40001" | "40P01"))
-}
-
 /// Runs terminal `id` until the window ends; an error only when its connection breaks.
 pub async fn terminal(
     id: u32,
@@ -157,7 +169,7 @@ pub async fn terminal(
     shared: Arc<Shared>,
     pace: Pace,
 ) -> Result<TermStats, WorkerError> {
-    let mut stats = TermStats::new(tl.window_seconds);
+    let mut stats = TermStats::new();
     let mut deck = Deck::new(&mut t.rng);
     loop {
         if shared.halted() || Instant::now() >= tl.end {
@@ -183,7 +195,8 @@ pub async fn terminal(
                 shared.live.fetch_add(1, Ordering::Relaxed);
                 if in_window {
                     let latency = done - t0;
-                    stats.all.record(second, latency);
+                    stats.all.record(0, latency);
+                    shared.seconds.record(second, Some(latency));
                     stats.kinds[kind].record(0, latency);
                     if outcome == Outcome::RolledBack {
                         stats.rollbacks[kind] += 1;
@@ -191,8 +204,8 @@ pub async fn terminal(
                 }
             }
             Err(e) => {
-                let msg = describe(&e);
-                if e.is_closed() || t.client.is_closed() {
+                let msg = e.to_string();
+                if e.is_connection() || t.is_broken() {
                     shared.abort.store(true, Ordering::Relaxed);
                     return Err(WorkerError::Run(format!(
                         "tpcc terminal {id}: connection lost during {}: {msg}",
@@ -200,16 +213,18 @@ pub async fn terminal(
                     )));
                 }
                 // Leave the failed transaction; a failure here shows on the next statement.
-                let _ = t.client.batch_execute("rollback").await;
+                let _ = t.exec("rollback").await;
                 let msg = format!("{}: {msg}", NAMES[kind]);
-                if !is_retryable(&e) {
+                let retryable = e.is_retryable();
+                if !retryable {
                     tracing::debug!(terminal = id, error = %msg, "tpcc transaction failed");
                 }
-                if stats.first_error.is_none() && !is_retryable(&e) {
+                if stats.first_error.is_none() && !retryable {
                     stats.first_error = Some(msg.clone());
                 }
                 if in_window {
-                    stats.all.record_failure(second, || msg.clone());
+                    stats.all.record_failure(0, || msg.clone());
+                    shared.seconds.record(second, None);
                     stats.kinds[kind].record_failure(0, || msg);
                 }
             }
@@ -224,5 +239,6 @@ pub async fn terminal(
     if stats.first_error.is_none() {
         stats.first_error.clone_from(&stats.all.first_error);
     }
+    t.close().await;
     Ok(stats)
 }

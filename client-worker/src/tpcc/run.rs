@@ -18,7 +18,7 @@ use crate::engine::live::report_live_from;
 use crate::engine::window::{
     Metric, TxnTypeOutcome, WindowFacts, WindowOutcome, WindowParams, WindowSummary,
 };
-use crate::error::{WorkerError, describe};
+use crate::error::WorkerError;
 
 /// The seed of terminal `k`'s generator, from the run's seed.
 fn terminal_seed(seed: u64, k: u32) -> u64 {
@@ -35,19 +35,24 @@ async fn connect_terminal(
     c: NuConstants,
 ) -> Result<(Terminal, Duration), WorkerError> {
     let t0 = Instant::now();
-    let (client, _task) = target.connect().await?;
+    let conn = crate::engine::wire::startup::connect(target)
+        .await
+        .map_err(|e| WorkerError::Connect {
+            target: target.display.clone(),
+            reason: e.to_string(),
+        })?;
     let home = (
         (k % warehouses as u32) as i32 + 1,
         ((k / warehouses as u32) % DISTRICTS as u32) as i32 + 1,
         warehouses,
     );
-    let term = Terminal::prepare(client, Rng::seed(terminal_seed(seed, k)), home, c)
+    let term = Terminal::prepare(conn, Rng::seed(terminal_seed(seed, k)), home, c)
         .await
         .map_err(|e| WorkerError::Sql {
             context: format!(
                 "tpcc terminal {k}: preparing the statements (load the tpcc data first)"
             ),
-            reason: describe(&e),
+            reason: e.to_string(),
         })?;
     Ok((term, t0.elapsed()))
 }
@@ -115,10 +120,7 @@ pub async fn run(
         end: start + t.warmup + duration,
         window_seconds: duration.as_secs_f64().ceil().max(1.0) as usize,
     };
-    let shared = Arc::new(Shared {
-        stop: ctl.stop.clone(),
-        ..Shared::default()
-    });
+    let shared = Arc::new(Shared::new(ctl.stop.clone(), tl.window_seconds));
     let pace = Pace {
         keying_thinking: o.keying_thinking,
         time_scale: o.time_scale,
@@ -149,7 +151,7 @@ pub async fn run(
         tl.window_start,
     ));
 
-    let mut total = TermStats::new(tl.window_seconds);
+    let mut total = TermStats::new();
     let mut first_err = None;
     for h in handles {
         match h.await {
@@ -163,6 +165,7 @@ pub async fn run(
         }
     }
     live.abort();
+    total.all.seconds = shared.series();
     let cpu = CpuTimes::now().since(cpu_before);
     if let Some(e) = first_err {
         return Err(e);

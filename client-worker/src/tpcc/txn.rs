@@ -1,11 +1,38 @@
 //! The five TPC-C transactions (clause 2.4 to 2.8) as client-side SQL in explicit
 //! transactions with prepared statements, DBT-2's way; amounts travel in cents as int8 so
-//! the numeric columns stay exact.
+//! the numeric columns stay exact. They run on the load engine's own connection
+//! (`engine::wire`): each statement parsed once, each execution one Bind/Execute/Sync.
 
-use tokio_postgres::{Client, Error, Statement};
+use std::fmt::Display;
+
+use crate::engine::wire::query::{self, Rows, ValueError};
+use crate::engine::wire::request::Template;
+use crate::engine::wire::{Conn, SqlError};
 
 use super::params::{CUSTOMERS_PER_DISTRICT, DISTRICTS, ITEMS};
 use super::rand::{NuConstants, Rng, last_name};
+
+/// Why a transaction failed: the server's or the connection's error, or a reply that is not
+/// what the statement must return (a missing row, a value of another type).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TxnError {
+    #[error(transparent)]
+    Sql(#[from] SqlError),
+    #[error("unexpected reply: {0}")]
+    Reply(#[from] ValueError),
+}
+
+impl TxnError {
+    /// A serialization failure or a deadlock, which the terminal does not report.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, TxnError::Sql(e) if e.is_retryable())
+    }
+
+    /// The connection failed or closed.
+    pub fn is_connection(&self) -> bool {
+        matches!(self, TxnError::Sql(SqlError::Connection(_)))
+    }
+}
 
 /// How a transaction ended when it did not fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,8 +135,10 @@ const STOCK_LEVEL: [&str; 2] = [
 
 /// One terminal's connection, prepared statements and random state.
 pub struct Terminal {
-    pub client: Client,
-    st: Vec<Statement>,
+    conn: Conn,
+    st: Vec<Template>,
+    rows: Rows,
+    scratch: String,
     pub rng: Rng,
     pub w: i32,
     pub d: i32,
@@ -117,26 +146,67 @@ pub struct Terminal {
     pub c: NuConstants,
 }
 
+/// That the statement returned exactly one row (tokio-postgres's `query_one`).
+fn one(rows: &Rows) -> Result<&Rows, TxnError> {
+    if rows.len() == 1 {
+        Ok(rows)
+    } else {
+        Err(TxnError::Reply(ValueError {
+            row: 0,
+            column: 0,
+            what: format!(
+                "the statement returned {} rows where one was expected",
+                rows.len()
+            ),
+        }))
+    }
+}
+
 impl Terminal {
     pub async fn prepare(
-        client: Client,
+        mut conn: Conn,
         rng: Rng,
         (w, d, warehouses): (i32, i32, i32),
         c: NuConstants,
-    ) -> Result<Terminal, Error> {
+    ) -> Result<Terminal, SqlError> {
         let mut st = Vec::with_capacity(SQL.len() + STOCK_LEVEL.len());
-        for sql in SQL.iter().chain(STOCK_LEVEL.iter()) {
-            st.push(client.prepare(sql).await?);
+        for (i, sql) in SQL.iter().chain(STOCK_LEVEL.iter()).enumerate() {
+            st.push(query::prepare(&mut conn, &format!("tpcc_{i}"), sql).await?);
         }
         Ok(Terminal {
-            client,
+            conn,
             st,
+            rows: Rows::default(),
+            scratch: String::new(),
             rng,
             w,
             d,
             warehouses,
             c,
         })
+    }
+
+    /// The connection failed or the server closed it.
+    pub fn is_broken(&self) -> bool {
+        self.conn.is_broken()
+    }
+
+    /// Closes the connection.
+    pub async fn close(self) {
+        self.conn.close().await;
+    }
+
+    /// Runs statement `i` with `values`; its rows stay until the next statement.
+    async fn q(&mut self, i: usize, values: &[&(dyn Display + Sync)]) -> Result<&Rows, TxnError> {
+        query::query(
+            &mut self.conn,
+            &self.st[i],
+            values,
+            &mut self.scratch,
+            &mut self.rows,
+        )
+        .await?;
+        Ok(&self.rows)
     }
 
     /// A warehouse other than the home one (the home one when there is only one).
@@ -157,23 +227,21 @@ impl Terminal {
         last_name(self.rng.nurand(255, 0, 999, self.c.c_last))
     }
 
-    async fn exec(&self, sql: &str) -> Result<(), Error> {
-        self.client.batch_execute(sql).await
+    pub async fn exec(&mut self, sql: &str) -> Result<(), TxnError> {
+        Ok(query::simple(&mut self.conn, sql).await?)
     }
 
     /// The middle customer (ceil(n/2), 1-based) of those with `last`, ordered by c_first.
-    async fn by_last_name(&self, w: i32, d: i32, last: &str) -> Result<Option<i32>, Error> {
-        let rows = self
-            .client
-            .query(&self.st[BY_LAST_NAME], &[&w, &d, &last])
-            .await?;
-        Ok(rows
-            .get(rows.len().saturating_sub(1) / 2)
-            .map(|r| r.get::<_, i32>(0)))
+    async fn by_last_name(&mut self, w: i32, d: i32, last: &str) -> Result<Option<i32>, TxnError> {
+        let rows = self.q(BY_LAST_NAME, &[&w, &d, &last]).await?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(rows.int(rows.len().saturating_sub(1) / 2, 0)? as i32))
     }
 
     /// New-Order (clause 2.4): 5..15 lines, 1% remote supply, 1% rolled back.
-    pub async fn new_order(&mut self) -> Result<Outcome, Error> {
+    pub async fn new_order(&mut self) -> Result<Outcome, TxnError> {
         let (w, d, c) = (self.w, self.rng.int(1, DISTRICTS), self.c_id());
         let n = self.rng.int(5, 15);
         let rollback = self.rng.int(1, 100) == 1;
@@ -196,46 +264,37 @@ impl Terminal {
         lines.sort_unstable();
         let all_local = i32::from(lines.iter().all(|l| l.0 == w));
         self.exec("begin").await?;
-        let cust = self
-            .client
-            .query_one(&self.st[NO_CUSTOMER], &[&w, &d, &c])
+        let cust = one(self.q(NO_CUSTOMER, &[&w, &d, &c]).await?)?;
+        let (discount, w_tax) = (cust.float(0, 0)?, cust.float(0, 3)?);
+        let dist = one(self.q(NO_DISTRICT, &[&w, &d]).await?)?;
+        let (o_id, d_tax) = (dist.int(0, 0)?, dist.float(0, 1)?);
+        self.q(NO_ORDER, &[&o_id, &d, &w, &c, &n, &all_local])
             .await?;
-        let discount: f64 = cust.get(0);
-        let w_tax: f64 = cust.get(3);
-        let dist = self
-            .client
-            .query_one(&self.st[NO_DISTRICT], &[&w, &d])
-            .await?;
-        let (o_id, d_tax): (i32, f64) = (dist.get(0), dist.get(1));
-        self.client
-            .execute(&self.st[NO_ORDER], &[&o_id, &d, &w, &c, &n, &all_local])
-            .await?;
-        self.client
-            .execute(&self.st[NO_NEW_ORDER], &[&o_id, &d, &w])
-            .await?;
+        self.q(NO_NEW_ORDER, &[&o_id, &d, &w]).await?;
         let mut total_cents = 0i64;
+        let mut dist_info = String::new();
         for (number, &(supply, item, qty)) in (1i32..).zip(&lines) {
-            let Some(it) = self.client.query_opt(&self.st[NO_ITEM], &[&item]).await? else {
+            let it = self.q(NO_ITEM, &[&item]).await?;
+            if it.is_empty() {
                 self.exec("rollback").await?;
                 return Ok(Outcome::RolledBack);
-            };
-            let price: i64 = it.get(0);
+            }
+            let price = it.int(0, 0)?;
             let remote = i32::from(supply != w);
-            let s = self
-                .client
-                .query_one(&self.st[NO_STOCK], &[&item, &supply, &qty, &remote, &d])
-                .await?;
-            let dist_info: String = s.get(0);
+            let s = one(self
+                .q(NO_STOCK, &[&item, &supply, &qty, &remote, &d])
+                .await?)?;
+            dist_info.clear();
+            dist_info.push_str(s.text(0, 0)?.unwrap_or_default());
             let amount = i64::from(qty) * price;
             total_cents += amount;
-            self.client
-                .execute(
-                    &self.st[NO_LINE],
-                    &[
-                        &o_id, &d, &w, &number, &item, &supply, &qty, &amount, &dist_info,
-                    ],
-                )
-                .await?;
+            self.q(
+                NO_LINE,
+                &[
+                    &o_id, &d, &w, &number, &item, &supply, &qty, &amount, &dist_info,
+                ],
+            )
+            .await?;
         }
         let total = total_cents as f64 / 100.0 * (1.0 - discount) * (1.0 + w_tax + d_tax);
         std::hint::black_box(total);
@@ -244,7 +303,7 @@ impl Terminal {
     }
 
     /// Payment (clause 2.5): 60% by last name, 15% remote customer, BC credit data.
-    pub async fn payment(&mut self) -> Result<Outcome, Error> {
+    pub async fn payment(&mut self) -> Result<Outcome, TxnError> {
         let (w, d) = (self.w, self.rng.int(1, DISTRICTS));
         let (c_w, c_d) = if self.warehouses > 1 && self.rng.int(1, 100) > 85 {
             (self.other_warehouse(), self.rng.int(1, DISTRICTS))
@@ -255,42 +314,27 @@ impl Terminal {
         let (last, mut c_id) = (self.c_last(), self.c_id());
         let amount = self.rng.uniform(100, 500_000);
         self.exec("begin").await?;
-        let wr = self
-            .client
-            .query_one(&self.st[P_WAREHOUSE], &[&w, &amount])
-            .await?;
-        let dr = self
-            .client
-            .query_one(&self.st[P_DISTRICT], &[&w, &d, &amount])
-            .await?;
+        let wr = one(self.q(P_WAREHOUSE, &[&w, &amount]).await?)?;
+        let w_name = wr.text(0, 0)?.unwrap_or_default().to_string();
+        let dr = one(self.q(P_DISTRICT, &[&w, &d, &amount]).await?)?;
+        let d_name = dr.text(0, 0)?.unwrap_or_default().to_string();
         if by_last && let Some(id) = self.by_last_name(c_w, c_d, &last).await? {
             c_id = id;
         }
-        let cr = self
-            .client
-            .query_one(&self.st[P_CUSTOMER], &[&c_w, &c_d, &c_id, &amount])
-            .await?;
-        let credit: String = cr.get(10);
-        if credit == "BC" {
+        let cr = one(self.q(P_CUSTOMER, &[&c_w, &c_d, &c_id, &amount]).await?)?;
+        if cr.text(0, 10)? == Some("BC") {
             let data = format!("{c_id} {c_d} {c_w} {d} {w} {amount} | ");
-            self.client
-                .execute(&self.st[P_BC_DATA], &[&c_w, &c_d, &c_id, &data])
-                .await?;
+            self.q(P_BC_DATA, &[&c_w, &c_d, &c_id, &data]).await?;
         }
-        let (w_name, d_name): (String, String) = (wr.get(0), dr.get(0));
         let h_data = format!("{w_name}    {d_name}");
-        self.client
-            .execute(
-                &self.st[P_HISTORY],
-                &[&c_id, &c_d, &c_w, &d, &w, &amount, &h_data],
-            )
+        self.q(P_HISTORY, &[&c_id, &c_d, &c_w, &d, &w, &amount, &h_data])
             .await?;
         self.exec("commit").await?;
         Ok(Outcome::Committed)
     }
 
     /// Order-Status (clause 2.6): 60% by last name; the customer's last order and its lines.
-    pub async fn order_status(&mut self) -> Result<Outcome, Error> {
+    pub async fn order_status(&mut self) -> Result<Outcome, TxnError> {
         let (w, d) = (self.w, self.rng.int(1, DISTRICTS));
         let by_last = self.rng.int(1, 100) <= 60;
         let (last, mut c_id) = (self.c_last(), self.c_id());
@@ -298,48 +342,33 @@ impl Terminal {
         if by_last && let Some(id) = self.by_last_name(w, d, &last).await? {
             c_id = id;
         }
-        self.client
-            .query_opt(&self.st[OS_CUSTOMER], &[&w, &d, &c_id])
-            .await?;
-        if let Some(o) = self
-            .client
-            .query_opt(&self.st[OS_ORDER], &[&w, &d, &c_id])
-            .await?
-        {
-            let o_id: i32 = o.get(0);
-            self.client
-                .query(&self.st[OS_LINES], &[&w, &d, &o_id])
-                .await?;
+        self.q(OS_CUSTOMER, &[&w, &d, &c_id]).await?;
+        let o = self.q(OS_ORDER, &[&w, &d, &c_id]).await?;
+        if !o.is_empty() {
+            let o_id = o.int(0, 0)?;
+            self.q(OS_LINES, &[&w, &d, &o_id]).await?;
         }
         self.exec("commit").await?;
         Ok(Outcome::Committed)
     }
 
     /// Delivery (clause 2.7), all ten districts in one transaction as DBT-2 does.
-    pub async fn delivery(&mut self) -> Result<Outcome, Error> {
+    pub async fn delivery(&mut self) -> Result<Outcome, TxnError> {
         let w = self.w;
         let carrier = self.rng.int(1, 10);
         self.exec("begin").await?;
         for d in 1..=DISTRICTS {
-            let Some(no) = self
-                .client
-                .query_opt(&self.st[D_NEW_ORDER], &[&w, &d])
-                .await?
-            else {
+            let no = self.q(D_NEW_ORDER, &[&w, &d]).await?;
+            if no.is_empty() {
                 continue;
-            };
-            let o_id: i32 = no.get(0);
-            let Some(o) = self
-                .client
-                .query_opt(&self.st[D_ORDER], &[&w, &d, &o_id, &carrier])
-                .await?
-            else {
+            }
+            let o_id = no.int(0, 0)?;
+            let o = self.q(D_ORDER, &[&w, &d, &o_id, &carrier]).await?;
+            if o.is_empty() {
                 continue;
-            };
-            let c_id: i32 = o.get(0);
-            self.client
-                .execute(&self.st[D_LINES_CUSTOMER], &[&w, &d, &o_id, &c_id])
-                .await?;
+            }
+            let c_id = o.int(0, 0)?;
+            self.q(D_LINES_CUSTOMER, &[&w, &d, &o_id, &c_id]).await?;
         }
         self.exec("commit").await?;
         Ok(Outcome::Committed)
@@ -347,18 +376,12 @@ impl Terminal {
 
     /// Stock-Level (clause 2.8): distinct items of the district's last 20 orders whose
     /// stock is under a threshold of 10..20.
-    pub async fn stock_level(&mut self) -> Result<Outcome, Error> {
+    pub async fn stock_level(&mut self) -> Result<Outcome, TxnError> {
         let (w, d) = (self.w, self.d);
         let threshold = self.rng.int(10, 20);
         self.exec("begin").await?;
-        let next: i32 = self
-            .client
-            .query_one(&self.st[SL_NEXT], &[&w, &d])
-            .await?
-            .get(0);
-        self.client
-            .query_one(&self.st[SL_COUNT], &[&w, &d, &next, &threshold])
-            .await?;
+        let next = one(self.q(SL_NEXT, &[&w, &d]).await?)?.int(0, 0)?;
+        one(self.q(SL_COUNT, &[&w, &d, &next, &threshold]).await?)?;
         self.exec("commit").await?;
         Ok(Outcome::Committed)
     }

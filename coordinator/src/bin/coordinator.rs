@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
+use blocklab_coordinator::catalog::Location;
 use blocklab_coordinator::listen::{ListenDecision, Protection, decide_listen};
 use blocklab_daemon::security::{FLEET_TOKEN_ENV, ServerTls, read_api_tokens, resolve_token};
 use blocklab_spec::HostRole;
@@ -19,14 +20,15 @@ struct Args {
     /// Address to listen on for the CLI, agents and workers.
     #[arg(long, env = "BLOCKLAB_LISTEN", default_value = "127.0.0.1:7400")]
     listen: String,
-    /// SQLite catalog: a file path or sqlite://PATH.
+    /// The catalog: a SQLite file path (or sqlite://PATH), or a PostgreSQL database as
+    /// postgres://USER@HOST:PORT/DB (or postgresql://...).
     #[arg(
         long,
         env = "BLOCKLAB_CATALOG",
         default_value = "/var/lib/blocklab/catalog.db",
         value_parser = blocklab_coordinator::catalog::parse_location
     )]
-    catalog: PathBuf,
+    catalog: Location,
     /// How often hosts heartbeat.
     #[arg(long, env = "BLOCKLAB_HEARTBEAT_INTERVAL", default_value = "2s", value_parser = humantime::parse_duration)]
     heartbeat_interval: Duration,
@@ -57,6 +59,15 @@ struct Args {
     /// --api-token-file (or --insecure).
     #[arg(long, env = "BLOCKLAB_DASHBOARD_LISTEN")]
     dashboard_listen: Option<std::net::SocketAddr>,
+    /// The address hosts and the CLI reach this coordinator at, as the leader lease names it
+    /// to the others (PostgreSQL catalogs); the listening address if unset.
+    #[arg(long, env = "BLOCKLAB_ADVERTISE_ADDR")]
+    advertise_addr: Option<String>,
+    /// How long a leader's lease lasts unless renewed (PostgreSQL catalogs, where several
+    /// coordinators may share the catalog): a standby takes over at most this long after the
+    /// leader stopped.
+    #[arg(long, env = "BLOCKLAB_LEASE_TTL", default_value = "10s", value_parser = humantime::parse_duration)]
+    lease_ttl: Duration,
     /// TOML configuration file: keys are the long flags in snake_case (see
     /// --print-default-config); flags and environment variables override it.
     #[arg(long, env = "BLOCKLAB_COORDINATOR_CONFIG")]
@@ -74,6 +85,23 @@ enum Command {
     /// token, as the host id and role it was enrolled for.
     #[command(subcommand)]
     Hosts(HostsCommand),
+    /// Work on whole catalogs.
+    #[command(subcommand)]
+    Catalog(CatalogCommand),
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum CatalogCommand {
+    /// Copy a lab's history (every table) from one catalog into another, empty one, in one
+    /// transaction on the target: e.g. from the SQLite file to a PostgreSQL database.
+    Copy {
+        /// The catalog to read: a SQLite file or a postgres:// URL (migrated first).
+        #[arg(long, value_parser = blocklab_coordinator::catalog::parse_location)]
+        from: Location,
+        /// The catalog to fill: a postgres:// URL or a SQLite file; it must hold no rows.
+        #[arg(long, value_parser = blocklab_coordinator::catalog::parse_location)]
+        to: Location,
+    },
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -104,11 +132,11 @@ fn parse_role(s: &str) -> Result<HostRole, String> {
 }
 
 /// `blocklab-coordinator hosts ...`: enrollment on the catalog file.
-async fn hosts(catalog_path: &std::path::Path, command: HostsCommand) -> anyhow::Result<()> {
+async fn hosts(location: &Location, command: HostsCommand) -> anyhow::Result<()> {
     use blocklab_coordinator::hosts;
-    let catalog = blocklab_coordinator::catalog::Catalog::open(catalog_path)
+    let catalog = blocklab_coordinator::catalog::Catalog::connect(location)
         .await
-        .with_context(|| format!("--catalog {}", catalog_path.display()))?;
+        .with_context(|| format!("--catalog {location}"))?;
     match command {
         HostsCommand::Add { host_id, role } => {
             let token = hosts::add(&catalog, &host_id, role).await?;
@@ -156,6 +184,18 @@ async fn main() -> anyhow::Result<()> {
     if let Some(Command::Hosts(command)) = args.command {
         return hosts(&args.catalog, command).await;
     }
+    if let Some(Command::Catalog(CatalogCommand::Copy { from, to })) = args.command {
+        let copied = blocklab_coordinator::catalog::copy::copy(&from, &to).await?;
+        eprintln!(
+            "copied {} rows in {} tables from {from} to {to}",
+            copied.iter().map(|(_, n)| n).sum::<u64>(),
+            copied.len()
+        );
+        return Ok(());
+    }
+    if args.lease_ttl < Duration::from_secs(1) {
+        anyhow::bail!("--lease-ttl must be at least 1s");
+    }
     if args.heartbeat_timeout <= args.heartbeat_interval {
         anyhow::bail!("--heartbeat-timeout must be longer than --heartbeat-interval");
     }
@@ -175,7 +215,7 @@ async fn main() -> anyhow::Result<()> {
     // Enrolled hosts protect Fleet as the shared token does (read without touching the file).
     let enrolled = blocklab_coordinator::catalog::credentials::any_enrolled(&args.catalog)
         .await
-        .with_context(|| format!("--catalog {}", args.catalog.display()))?;
+        .with_context(|| format!("--catalog {}", args.catalog))?;
     let protection = Protection {
         tls: tls.is_some(),
         fleet_token: fleet_token.is_some() || enrolled,
@@ -224,13 +264,15 @@ async fn main() -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let config = blocklab_coordinator::CoordinatorConfig {
-        catalog_path: args.catalog,
+        catalog: args.catalog,
         heartbeat_interval: args.heartbeat_interval,
         heartbeat_timeout: args.heartbeat_timeout,
         tls,
         fleet_token,
         api_tokens,
         dashboard: args.dashboard_listen,
+        advertise: args.advertise_addr,
+        lease_ttl: args.lease_ttl,
     };
     blocklab_coordinator::serve(config, listener, blocklab_daemon::shutdown_signal()).await?;
     Ok(())
@@ -261,7 +303,10 @@ mod tests {
         .map(std::ffi::OsString::from)
         .collect();
         let args: Args = blocklab_daemon::config::parse_with_config(argv, None).expect("parse");
-        assert_eq!(args.catalog, PathBuf::from("/srv/lab/catalog.db"));
+        assert_eq!(
+            args.catalog,
+            Location::Sqlite(PathBuf::from("/srv/lab/catalog.db"))
+        );
         match args.command {
             Some(Command::Hosts(HostsCommand::Add { host_id, role })) => {
                 assert_eq!((host_id.as_str(), role), ("db1", HostRole::Agent));

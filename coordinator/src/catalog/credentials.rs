@@ -25,24 +25,34 @@ impl CredentialRecord {
     }
 }
 
-/// Whether the catalog file at `path` holds a valid host credential, read without creating,
-/// migrating or writing anything (a missing file or an older schema holds none).
-pub async fn any_enrolled(path: &std::path::Path) -> Result<bool, CatalogError> {
-    use sqlx::ConnectOptions as _;
-    if !path.exists() {
+/// Whether the catalog at `location` holds a valid host credential, read without creating,
+/// migrating or writing anything (a missing file or database, or an older schema, holds
+/// none).
+pub async fn any_enrolled(location: &super::Location) -> Result<bool, CatalogError> {
+    if location.sqlite_path().is_some_and(|p| !p.exists()) {
         return Ok(false);
     }
-    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(path)
-        .read_only(true)
-        .connect()
-        .await?;
-    let table: Option<String> = sqlx::query_scalar(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'host_credentials'",
-    )
-    .fetch_optional(&mut conn)
-    .await?;
-    if table.is_none() {
+    let mut conn = match super::backend::connect_read_only(location).await {
+        Ok(conn) => conn,
+        // invalid_catalog_name: no such PostgreSQL database, so nothing is enrolled there.
+        Err(CatalogError::Sql(sqlx::Error::Database(e)))
+            if e.code().as_deref() == Some("3D000") =>
+        {
+            return Ok(false);
+        }
+        Err(e) => return Err(e),
+    };
+    let table_sql = match location.backend() {
+        super::Backend::Sqlite => {
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'host_credentials'"
+        }
+        super::Backend::Postgres => {
+            "SELECT count(*) FROM information_schema.tables
+             WHERE table_schema = current_schema() AND table_name = 'host_credentials'"
+        }
+    };
+    let tables: i64 = sqlx::query_scalar(table_sql).fetch_one(&mut conn).await?;
+    if tables == 0 {
         return Ok(false);
     }
     let n: i64 =
@@ -64,7 +74,7 @@ impl Catalog {
     ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
         let revoked: Option<Option<String>> =
-            sqlx::query_scalar("SELECT revoked_at FROM host_credentials WHERE host_id = ?")
+            sqlx::query_scalar("SELECT revoked_at FROM host_credentials WHERE host_id = $1")
                 .bind(host_id)
                 .fetch_optional(&mut *tx)
                 .await?;
@@ -73,7 +83,7 @@ impl Catalog {
         }
         sqlx::query(
             "INSERT INTO host_credentials (host_id, role, token_sha256, enrolled_at, revoked_at)
-             VALUES (?, ?, ?, ?, NULL)
+             VALUES ($1, $2, $3, $4, NULL)
              ON CONFLICT(host_id) DO UPDATE SET role = excluded.role,
                token_sha256 = excluded.token_sha256, enrolled_at = excluded.enrolled_at,
                revoked_at = NULL",
@@ -92,7 +102,7 @@ impl Catalog {
     pub async fn revoke_host(&self, host_id: &str) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
         let revoked: Option<Option<String>> =
-            sqlx::query_scalar("SELECT revoked_at FROM host_credentials WHERE host_id = ?")
+            sqlx::query_scalar("SELECT revoked_at FROM host_credentials WHERE host_id = $1")
                 .bind(host_id)
                 .fetch_optional(&mut *tx)
                 .await?;
@@ -101,7 +111,7 @@ impl Catalog {
             Some(Some(_)) => return Err(CatalogError::HostRevoked(host_id.to_string())),
             Some(None) => {}
         }
-        sqlx::query("UPDATE host_credentials SET revoked_at = ? WHERE host_id = ?")
+        sqlx::query("UPDATE host_credentials SET revoked_at = $1 WHERE host_id = $2")
             .bind(now())
             .bind(host_id)
             .execute(&mut *tx)

@@ -20,6 +20,22 @@ pub enum CatalogError {
     HostNotEnrolled(String),
     #[error("host {0} is already revoked")]
     HostRevoked(String),
+    /// A write on a coordinator that does not lead (`None`: a standby), or whose lead was
+    /// taken over by another coordinator (`Some(epoch)`, the epoch it led in).
+    #[error("{}", fenced(.epoch))]
+    Fenced { epoch: Option<i64> },
+    #[error("leader election needs a PostgreSQL catalog (--catalog postgres://...)")]
+    NoLease,
     #[error("job {job_id}: its stored plan cannot be read: {message}")]
     Plan { job_id: String, message: String },
+}
+
+fn fenced(epoch: &Option<i64>) -> String {
+    match epoch {
+        None => "this coordinator is a standby: only the leader writes to the catalog".into(),
+        Some(e) => format!(
+            "this coordinator's lead (epoch {e}) was taken over by another coordinator: the \
+             write was refused"
+        ),
+    }
 }

@@ -4,7 +4,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use blocklab_proto::v1::*;
 use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
+use sqlx::any::AnyRow;
 
 use sqlx::FromRow;
 
@@ -12,16 +12,16 @@ use super::rows::{RunRow, small};
 use super::{Catalog, CatalogError, JobRecord};
 use blocklab_spec::JobPlan;
 
-fn u32c(row: &SqliteRow, col: &str) -> Result<u32, sqlx::Error> {
+fn u32c(row: &AnyRow, col: &str) -> Result<u32, sqlx::Error> {
     Ok(small(row.try_get::<Option<i64>, _>(col)?))
 }
 
-fn u64c(row: &SqliteRow, col: &str) -> Result<u64, sqlx::Error> {
+fn u64c(row: &AnyRow, col: &str) -> Result<u64, sqlx::Error> {
     let v: Option<i64> = row.try_get(col)?;
     Ok(v.and_then(|v| u64::try_from(v).ok()).unwrap_or(0))
 }
 
-fn text(row: &SqliteRow, col: &str) -> Result<String, sqlx::Error> {
+fn text(row: &AnyRow, col: &str) -> Result<String, sqlx::Error> {
     Ok(row.try_get::<Option<String>, _>(col)?.unwrap_or_default())
 }
 
@@ -52,7 +52,7 @@ const JOB: &str = "SELECT j.job_id, j.name, j.state, j.error, j.db_host_id, j.cr
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id) AS runs_total,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'done') AS runs_done,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'failed') AS runs_failed
-  FROM jobs j WHERE j.job_id = ?";
+  FROM jobs j WHERE j.job_id = $1";
 
 const RUNS: &str = "SELECT r.run_id, r.cell_index, r.repetition, r.sequence, r.attempt, r.state,
   r.stage, r.error, r.started_at, r.finished_at, r.db_host_id, r.worker_host_id, r.build_key,
@@ -63,9 +63,9 @@ const RUNS: &str = "SELECT r.run_id, r.cell_index, r.repetition, r.sequence, r.a
   res.measured_seconds, res.client_cpu_user_s, res.client_cpu_system_s,
   res.schedule_lag_avg_ms, res.schedule_lag_max_ms, res.late, res.skipped
   FROM runs r LEFT JOIN results res ON res.run_id = r.run_id
-  WHERE r.job_id = ? ORDER BY r.sequence";
+  WHERE r.job_id = $1 ORDER BY r.sequence";
 
-fn metrics(row: &SqliteRow) -> Result<Option<RunMetrics>, sqlx::Error> {
+fn metrics(row: &AnyRow) -> Result<Option<RunMetrics>, sqlx::Error> {
     if row.try_get::<Option<String>, _>("res_run_id")?.is_none() {
         return Ok(None);
     }
@@ -98,7 +98,7 @@ fn metrics(row: &SqliteRow) -> Result<Option<RunMetrics>, sqlx::Error> {
     }))
 }
 
-fn run(row: &SqliteRow) -> Result<ExportRun, CatalogError> {
+fn run(row: &AnyRow) -> Result<ExportRun, CatalogError> {
     let suspect: Option<String> = row.try_get("suspect_json")?;
     let r = RunRow::from_row(row)?;
     Ok(ExportRun {
@@ -115,7 +115,7 @@ fn run(row: &SqliteRow) -> Result<ExportRun, CatalogError> {
         db_host_id: text(row, "db_host_id")?,
         worker_host_id: text(row, "worker_host_id")?,
         build_key: r.build_key.unwrap_or_default(),
-        build_reused: r.build_reused.unwrap_or(false),
+        build_reused: r.build_reused.is_some_and(|b| b != 0),
         server_version: text(row, "server_version")?,
         block_size: small(r.block_size),
         wal_block_size: small(r.wal_block_size),
@@ -141,7 +141,7 @@ pub async fn export_job(
     let spec_toml: String = j.try_get("spec_toml")?;
     let job = JobSummary::from(&catalog.job(job_id).await?);
     let finished_at = text(&j, "finished_at")?;
-    let mut cells = sqlx::query("SELECT cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline, dims_json FROM cells WHERE job_id = ? ORDER BY cell_index")
+    let mut cells = sqlx::query("SELECT cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline, dims_json FROM cells WHERE job_id = $1 ORDER BY cell_index")
         .bind(job_id)
         .fetch_all(db)
         .await?
@@ -153,7 +153,7 @@ pub async fn export_job(
                 block_size_kb: u32c(r, "block_size_kb")?,
                 wal_block_size_kb: u32c(r, "wal_block_size_kb")?,
                 clients: u32c(r, "clients")?,
-                is_baseline: r.try_get("is_baseline")?,
+                is_baseline: super::rows::flag_of(r, "is_baseline")?.unwrap_or(false),
                 dims_json: text(r, "dims_json")?,
                 ..Default::default()
             })
@@ -173,7 +173,7 @@ pub async fn export_job(
         .enumerate()
         .map(|(i, r)| (r.run_id.clone(), i))
         .collect();
-    for row in sqlx::query("SELECT run_id, name, setting, unit, source FROM run_settings WHERE run_id IN (SELECT run_id FROM runs WHERE job_id = ?) ORDER BY name")
+    for row in sqlx::query("SELECT run_id, name, setting, unit, source FROM run_settings WHERE run_id IN (SELECT run_id FROM runs WHERE job_id = $1) ORDER BY name")
         .bind(job_id)
         .fetch_all(db)
         .await?
@@ -188,7 +188,7 @@ pub async fn export_job(
         }
     }
     for row in sqlx::query(
-        "SELECT run_id, name, value, unit, higher_is_better FROM run_metrics WHERE run_id IN (SELECT run_id FROM runs WHERE job_id = ?) ORDER BY run_id, position",
+        "SELECT run_id, name, value, unit, higher_is_better FROM run_metrics WHERE run_id IN (SELECT run_id FROM runs WHERE job_id = $1) ORDER BY run_id, position",
     )
     .bind(job_id)
     .fetch_all(db)
@@ -201,12 +201,12 @@ pub async fn export_job(
                 name: row.try_get("name")?,
                 value: row.try_get("value")?,
                 unit: row.try_get("unit")?,
-                higher_is_better: row.try_get("higher_is_better")?,
+                higher_is_better: super::rows::flag_of(&row, "higher_is_better")?.unwrap_or(false),
             });
         }
     }
     for row in sqlx::query(
-        "SELECT run_id, script, position, command, count, latency_avg_ms, failures FROM run_statements WHERE run_id IN (SELECT run_id FROM runs WHERE job_id = ?) ORDER BY run_id, script_index, position",
+        "SELECT run_id, script, position, command, count, latency_avg_ms, failures FROM run_statements WHERE run_id IN (SELECT run_id FROM runs WHERE job_id = $1) ORDER BY run_id, script_index, position",
     )
     .bind(job_id)
     .fetch_all(db)
@@ -226,7 +226,7 @@ pub async fn export_job(
         }
     }
     for row in sqlx::query(
-        "SELECT run_id, name, delta FROM run_stats WHERE run_id IN (SELECT run_id FROM runs WHERE job_id = ?) ORDER BY name",
+        "SELECT run_id, name, delta FROM run_stats WHERE run_id IN (SELECT run_id FROM runs WHERE job_id = $1) ORDER BY name",
     )
     .bind(job_id)
     .fetch_all(db)
@@ -240,7 +240,7 @@ pub async fn export_job(
         }
     }
     if include_samples {
-        for row in sqlx::query("SELECT run_id, second, transactions, latency_avg_ms, failures FROM run_samples WHERE run_id IN (SELECT run_id FROM runs WHERE job_id = ?) ORDER BY run_id, second")
+        for row in sqlx::query("SELECT run_id, second, transactions, latency_avg_ms, failures FROM run_samples WHERE run_id IN (SELECT run_id FROM runs WHERE job_id = $1) ORDER BY run_id, second")
             .bind(job_id)
             .fetch_all(db)
             .await?
@@ -255,7 +255,7 @@ pub async fn export_job(
             }
         }
     }
-    let builds = sqlx::query("SELECT host_id, build_key, block_size_kb, wal_block_size_kb, source_sha256, pg_version, reused, build_seconds, recorded_at FROM builds WHERE job_id = ? ORDER BY block_size_kb, wal_block_size_kb, build_key")
+    let builds = sqlx::query("SELECT host_id, build_key, block_size_kb, wal_block_size_kb, source_sha256, pg_version, reused, build_seconds, recorded_at FROM builds WHERE job_id = $1 ORDER BY block_size_kb, wal_block_size_kb, build_key")
         .bind(job_id)
         .fetch_all(db)
         .await?
@@ -268,7 +268,7 @@ pub async fn export_job(
                 wal_block_size_kb: u32c(r, "wal_block_size_kb")?,
                 source_sha256: r.try_get("source_sha256")?,
                 pg_version: r.try_get("pg_version")?,
-                reused: r.try_get("reused")?,
+                reused: super::rows::flag_of(r, "reused")?.unwrap_or(false),
                 build_seconds: r.try_get("build_seconds")?,
                 recorded_at: r.try_get("recorded_at")?,
             })
@@ -344,11 +344,11 @@ async fn hosts(
     for id in ids {
         let Some(h) = sqlx::query(
             "SELECT h.host_id, h.role, h.labels, h.address, h.version, h.facts_json, h.last_seen,
-               (SELECT f.facts_json FROM host_facts f WHERE f.host_id = h.host_id AND f.seen_at <= ?
+               (SELECT f.facts_json FROM host_facts f WHERE f.host_id = h.host_id AND f.seen_at <= $1
                 ORDER BY f.seen_at DESC LIMIT 1) AS facts_then,
-               (SELECT f.seen_at FROM host_facts f WHERE f.host_id = h.host_id AND f.seen_at <= ?
+               (SELECT f.seen_at FROM host_facts f WHERE f.host_id = h.host_id AND f.seen_at <= $2
                 ORDER BY f.seen_at DESC LIMIT 1) AS seen_then
-             FROM hosts h WHERE h.host_id = ?",
+             FROM hosts h WHERE h.host_id = $3",
         )
         .bind(until)
         .bind(until)

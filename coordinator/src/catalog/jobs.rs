@@ -1,7 +1,7 @@
 //! Storing a job: its spec text, its plan, its cells and runs.
 
 use blocklab_spec::{JobPlan, JobState, Plan, ProbeSpec, Spec};
-use sqlx::{Sqlite, Transaction};
+use sqlx::{Any, Transaction};
 
 use super::{Catalog, CatalogError, now};
 
@@ -25,7 +25,7 @@ impl Catalog {
             JobPlan::Benchmark { spec, .. } => (spec.order.to_string(), spec.order.seed()),
             JobPlan::Probe(_) => ("interleaved".to_string(), None),
         };
-        sqlx::query("INSERT INTO jobs (job_id, name, spec_toml, state, run_order, seed, created_at, plan_json, kind, workload, headline_metric, random_seed, rerun_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        sqlx::query("INSERT INTO jobs (job_id, name, spec_toml, state, run_order, seed, created_at, plan_json, kind, workload, headline_metric, random_seed, rerun_of) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)")
             .bind(&job_id)
             .bind(job.name())
             .bind(spec_text)
@@ -53,7 +53,7 @@ impl Catalog {
     /// The stored plan of a job.
     pub async fn job_plan(&self, job_id: &str) -> Result<JobPlan, CatalogError> {
         let text: Option<Option<String>> =
-            sqlx::query_scalar("SELECT plan_json FROM jobs WHERE job_id = ?")
+            sqlx::query_scalar("SELECT plan_json FROM jobs WHERE job_id = $1")
                 .bind(job_id)
                 .fetch_optional(&self.reader)
                 .await?;
@@ -86,7 +86,7 @@ impl Catalog {
                 }
             };
             let mut tx = self.write().await?;
-            sqlx::query("UPDATE jobs SET plan_json = ?, kind = ?, workload = ?, headline_metric = ? WHERE job_id = ?")
+            sqlx::query("UPDATE jobs SET plan_json = $1, kind = $2, workload = $3, headline_metric = $4 WHERE job_id = $5")
                 .bind(job.to_json())
                 .bind(job.kind().as_str())
                 .bind(job.workload())
@@ -102,20 +102,20 @@ impl Catalog {
 
 /// A benchmark's cells and runs.
 async fn insert_cells(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'static, Any>,
     job_id: &str,
     spec: &Spec,
     plan: &Plan,
 ) -> Result<(), CatalogError> {
     for c in &plan.cells {
-        sqlx::query("INSERT INTO cells (job_id, cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline, dims_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+        sqlx::query("INSERT INTO cells (job_id, cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline, dims_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
                 .bind(job_id)
-                .bind(c.index)
+                .bind(i64::from(c.index))
                 .bind(c.label_in(spec))
-                .bind(c.block_size_kb)
-                .bind(c.wal_block_size_kb)
-                .bind(c.clients)
-                .bind(c.is_baseline)
+                .bind(i64::from(c.block_size_kb))
+                .bind(i64::from(c.wal_block_size_kb))
+                .bind(i64::from(c.clients))
+                .bind(super::flag(c.is_baseline))
                 .bind(c.dims_json())
                 .execute(&mut **tx)
                 .await?;
@@ -125,17 +125,17 @@ async fn insert_cells(
 
 /// Queued runs of a job.
 async fn insert_runs(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'static, Any>,
     job_id: &str,
     runs: &[blocklab_spec::PlannedRun],
 ) -> Result<(), CatalogError> {
     for r in runs {
-        sqlx::query("INSERT INTO runs (run_id, job_id, cell_index, repetition, sequence, state, stage) VALUES (?, ?, ?, ?, ?, 'queued', 'queued')")
+        sqlx::query("INSERT INTO runs (run_id, job_id, cell_index, repetition, sequence, state, stage) VALUES ($1, $2, $3, $4, $5, 'queued', 'queued')")
                 .bind(uuid::Uuid::new_v4().to_string())
                 .bind(job_id)
-                .bind(r.cell_index)
-                .bind(r.repetition)
-                .bind(r.sequence)
+                .bind(i64::from(r.cell_index))
+                .bind(i64::from(r.repetition))
+                .bind(i64::from(r.sequence))
                 .execute(&mut **tx)
                 .await?;
     }
@@ -144,12 +144,12 @@ async fn insert_runs(
 
 /// A probe's cells (one per target) and runs (`repetitions` each, interleaved).
 async fn insert_probe_cells(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'static, Any>,
     job_id: &str,
     p: &ProbeSpec,
 ) -> Result<(), CatalogError> {
     for (i, target) in p.targets.iter().enumerate() {
-        sqlx::query("INSERT INTO cells (job_id, cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline, dims_json) VALUES (?, ?, ?, 0, 0, 0, 0, ?)")
+        sqlx::query("INSERT INTO cells (job_id, cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline, dims_json) VALUES ($1, $2, $3, 0, 0, 0, 0, $4)")
                 .bind(job_id)
                 .bind(i as i64)
                 .bind(format!("probe {target}"))
@@ -160,11 +160,11 @@ async fn insert_probe_cells(
     let mut sequence = 0i64;
     for rep in 0..p.repetitions {
         for i in 0..p.targets.len() {
-            sqlx::query("INSERT INTO runs (run_id, job_id, cell_index, repetition, sequence, state, stage) VALUES (?, ?, ?, ?, ?, 'queued', 'queued')")
+            sqlx::query("INSERT INTO runs (run_id, job_id, cell_index, repetition, sequence, state, stage) VALUES ($1, $2, $3, $4, $5, 'queued', 'queued')")
                     .bind(uuid::Uuid::new_v4().to_string())
                     .bind(job_id)
                     .bind(i as i64)
-                    .bind(rep)
+                    .bind(i64::from(rep))
                     .bind(sequence)
                     .execute(&mut **tx)
                     .await?;

@@ -1,53 +1,44 @@
-//! The SQLite catalog: embedded migrations, WAL mode, foreign keys, one writer connection
-//! (every write is a `BEGIN IMMEDIATE` transaction) and a small read pool.
+//! The catalog: a SQLite file (the default) or a PostgreSQL database (`backend.rs`), with
+//! embedded migrations, one writer connection (every write is one transaction; on SQLite a
+//! `BEGIN IMMEDIATE`) and a small read pool. Queries are written once, with `$N` placeholders,
+//! for sqlx's `Any` driver.
 
 use std::path::Path;
-use std::str::FromStr;
-use std::time::Duration;
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::{Any, AnyPool, Row, Transaction};
 
 use blocklab_spec::JobState;
 
+pub use backend::{Backend, Location, parse_location};
 pub use error::CatalogError;
+pub use fence::Leader;
 pub use rows::*;
 
+mod backend;
+pub mod copy;
 pub mod credentials;
 mod error;
 pub mod export;
+mod fence;
+pub mod history;
 mod jobs;
+mod lease;
 mod rows;
 mod runs;
 mod user_load;
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+pub(crate) use backend::{flag, opt_flag};
 
 /// Handle to the catalog; cheap to clone.
-/// The catalog a `--catalog` argument names: a file path, or `sqlite://PATH`. Anything else
-/// with a scheme (`postgres://...`, a typo) is refused naming the schemes supported, instead
-/// of becoming a file under a directory named after the scheme.
-pub fn parse_location(arg: &str) -> Result<std::path::PathBuf, String> {
-    let arg = arg.trim();
-    if arg.is_empty() {
-        return Err("the catalog is a file path or sqlite://PATH; got an empty value".into());
-    }
-    match arg.split_once("://") {
-        None => Ok(arg.into()),
-        Some(("sqlite", path)) if !path.is_empty() => Ok(path.into()),
-        Some((scheme, _)) => Err(format!(
-            "{arg:?}: catalogs of scheme {scheme:?} are not supported; the catalog is a SQLite \
-             file, given as a path or as sqlite://PATH"
-        )),
-    }
-}
-
 #[derive(Clone)]
 pub struct Catalog {
-    writer: SqlitePool,
-    reader: SqlitePool,
+    backend: Backend,
+    writer: AnyPool,
+    reader: AnyPool,
+    /// The lease's own connection (renewals never queue behind scheduling writes).
+    lease_pool: AnyPool,
+    /// Set when coordinators share the catalog: writes only while this one leads.
+    fence: Option<std::sync::Arc<fence::Fence>>,
 }
 
 pub(crate) fn now() -> String {
@@ -55,37 +46,42 @@ pub(crate) fn now() -> String {
 }
 
 impl Catalog {
-    /// Opens (creating if missing) the catalog file and applies migrations.
+    /// Opens (creating if missing) the SQLite catalog file and applies migrations.
     pub async fn open(path: &Path) -> Result<Self, CatalogError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| CatalogError::Sql(sqlx::Error::Io(e)))?;
-        }
-        let opts = SqliteConnectOptions::from_str("sqlite://")?
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect_with(opts.clone())
-            .await?;
-        MIGRATOR.run(&writer).await?;
-        let reader = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(opts.read_only(true))
-            .await?;
-        let catalog = Self { writer, reader };
+        Self::connect(&Location::Sqlite(path.to_path_buf())).await
+    }
+
+    /// Opens the catalog at `location` (a SQLite file is created if missing) and applies the
+    /// backend's migrations.
+    pub async fn connect(location: &Location) -> Result<Self, CatalogError> {
+        let pools = backend::connect(location).await?;
+        let catalog = Self {
+            backend: location.backend(),
+            writer: pools.writer,
+            reader: pools.reader,
+            lease_pool: pools.lease,
+            fence: None,
+        };
         catalog.store_missing_plans().await?;
         Ok(catalog)
     }
 
-    pub(crate) async fn write(&self) -> Result<Transaction<'static, Sqlite>, CatalogError> {
-        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    /// Which backend the catalog is on.
+    pub fn backend(&self) -> Backend {
+        self.backend
     }
 
-    pub fn reader(&self) -> &SqlitePool {
+    /// Begins a write: every write of the catalog is one transaction on the writer
+    /// connection; on a fenced catalog only while this coordinator leads (`fence.rs`).
+    pub(crate) async fn write(&self) -> Result<Transaction<'static, Any>, CatalogError> {
+        let mut tx = backend::begin_write(self.backend, &self.writer).await?;
+        if let Some(fence) = &self.fence {
+            fence::check(fence, &mut tx).await?;
+        }
+        Ok(tx)
+    }
+
+    pub fn reader(&self) -> &AnyPool {
         &self.reader
     }
 
@@ -95,7 +91,7 @@ impl Catalog {
         let mut tx = self.write().await?;
         sqlx::query(
             "INSERT INTO hosts (host_id, role, labels, address, version, facts_json, first_seen, last_seen)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
              ON CONFLICT(host_id) DO UPDATE SET role = excluded.role, labels = excluded.labels,
                address = excluded.address, version = excluded.version,
                facts_json = excluded.facts_json, last_seen = excluded.last_seen",
@@ -111,14 +107,14 @@ impl Catalog {
         .execute(&mut *tx)
         .await?;
         let last: Option<String> = sqlx::query_scalar(
-            "SELECT facts_json FROM host_facts WHERE host_id = ? ORDER BY seen_at DESC LIMIT 1",
+            "SELECT facts_json FROM host_facts WHERE host_id = $1 ORDER BY seen_at DESC LIMIT 1",
         )
         .bind(&h.host_id)
         .fetch_optional(&mut *tx)
         .await?;
         if last.as_deref() != Some(h.facts_json.as_str()) {
             sqlx::query(
-                "INSERT OR IGNORE INTO host_facts (host_id, seen_at, facts_json) VALUES (?, ?, ?)",
+                "INSERT INTO host_facts (host_id, seen_at, facts_json) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
             )
             .bind(&h.host_id)
             .bind(&now)
@@ -132,7 +128,7 @@ impl Catalog {
 
     pub async fn touch_host(&self, host_id: &str) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
-        sqlx::query("UPDATE hosts SET last_seen = ? WHERE host_id = ?")
+        sqlx::query("UPDATE hosts SET last_seen = $1 WHERE host_id = $2")
             .bind(now())
             .bind(host_id)
             .execute(&mut *tx)
@@ -149,7 +145,7 @@ impl Catalog {
         let mut tx = self.write().await?;
         let now = now();
         for id in host_ids {
-            sqlx::query("UPDATE hosts SET last_seen = ? WHERE host_id = ?")
+            sqlx::query("UPDATE hosts SET last_seen = $1 WHERE host_id = $2")
                 .bind(&now)
                 .bind(id)
                 .execute(&mut *tx)
@@ -161,13 +157,14 @@ impl Catalog {
 
     /// The CPU cores a host reported in its facts (`cpu_cores`), if it did.
     pub async fn host_cores(&self, host_id: &str) -> Result<Option<u32>, CatalogError> {
-        let cores: Option<i64> = sqlx::query_scalar(
-            "SELECT json_extract(facts_json, '$.cpu_cores') FROM hosts WHERE host_id = ?",
-        )
-        .bind(host_id)
-        .fetch_optional(&self.reader)
-        .await?
-        .flatten();
+        let facts: Option<String> =
+            sqlx::query_scalar("SELECT facts_json FROM hosts WHERE host_id = $1")
+                .bind(host_id)
+                .fetch_optional(&self.reader)
+                .await?;
+        let cores = facts
+            .and_then(|f| serde_json::from_str::<serde_json::Value>(&f).ok())
+            .and_then(|f| f.get("cpu_cores").and_then(serde_json::Value::as_i64));
         Ok(cores.and_then(|c| u32::try_from(c).ok()).filter(|c| *c > 0))
     }
 
@@ -189,10 +186,10 @@ impl Catalog {
         r: &blocklab_proto::RunProbeResult,
     ) -> Result<bool, CatalogError> {
         let mut tx = self.write().await?;
-        let n = sqlx::query("UPDATE runs SET state = 'done', stage = 'done', finished_at = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
+        let n = sqlx::query("UPDATE runs SET state = 'done', stage = 'done', finished_at = $1 WHERE run_id = $2 AND attempt = $3 AND state = 'running'")
             .bind(now())
             .bind(run_id)
-            .bind(attempt)
+            .bind(i64::from(attempt))
             .execute(&mut *tx)
             .await?
             .rows_affected();
@@ -204,20 +201,20 @@ impl Catalog {
             sqlx::query(
                 "INSERT INTO probe_results (run_id, job_id, host_id, target, mode, chunk_bytes, mb_per_s, user_cpu_s, system_cpu_s,
                    latency_avg_us, latency_p99_us, cache_dropped, bytes, device, filesystem)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
             )
             .bind(run_id)
             .bind(job_id)
             .bind(host_id)
             .bind(target)
             .bind(&row.mode)
-            .bind(row.chunk_bytes)
+            .bind(i64::from(row.chunk_bytes))
             .bind(row.mb_per_s)
             .bind(row.user_cpu_s)
             .bind(row.system_cpu_s)
             .bind(row.latency_avg_us)
             .bind(row.latency_p99_us)
-            .bind(row.cache_dropped)
+            .bind(flag(row.cache_dropped))
             .bind(i64::try_from(row.bytes).unwrap_or(i64::MAX))
             .bind(&r.device)
             .bind(&r.filesystem)
@@ -233,7 +230,7 @@ impl Catalog {
         let rows = sqlx::query(
             "SELECT target, mode, chunk_bytes, avg(mb_per_s) AS mb_per_s, avg(system_cpu_s) AS system_cpu_s,
                avg(latency_avg_us) AS latency_avg_us, avg(latency_p99_us) AS latency_p99_us, count(*) AS runs
-             FROM probe_results WHERE job_id = ? GROUP BY target, mode, chunk_bytes ORDER BY target, mode, chunk_bytes",
+             FROM probe_results WHERE job_id = $1 GROUP BY target, mode, chunk_bytes ORDER BY target, mode, chunk_bytes",
         )
         .bind(job_id)
         .fetch_all(&self.reader)
@@ -248,7 +245,7 @@ impl Catalog {
         waiting: Option<&str>,
     ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
-        sqlx::query("UPDATE jobs SET waiting = ? WHERE job_id = ?")
+        sqlx::query("UPDATE jobs SET waiting = $1 WHERE job_id = $2")
             .bind(waiting)
             .bind(job_id)
             .execute(&mut *tx)
@@ -267,7 +264,7 @@ impl Catalog {
         let text = build.map(|b| serde_json::to_string(b).unwrap_or_default());
         let mut tx = self.write().await?;
         sqlx::query(
-            "UPDATE jobs SET build_progress = ? WHERE job_id = ? AND (state = 'building' OR ? IS NULL)",
+            "UPDATE jobs SET build_progress = $1 WHERE job_id = $2 AND (state = 'building' OR $3 IS NULL)",
         )
         .bind(&text)
         .bind(job_id)
@@ -288,12 +285,12 @@ impl Catalog {
         let finished = state.is_finished();
         let state = state.as_str();
         sqlx::query(
-            "UPDATE jobs SET state = ?, error = coalesce(?, error),
-               started_at = CASE WHEN started_at IS NULL AND ? NOT IN ('queued') THEN ? ELSE started_at END,
-               finished_at = CASE WHEN ? THEN ? ELSE finished_at END,
-               waiting = CASE WHEN ? THEN NULL ELSE waiting END,
-               build_progress = CASE WHEN ? = 'building' THEN build_progress ELSE NULL END
-             WHERE job_id = ? AND state <> 'cancelled'",
+            "UPDATE jobs SET state = $1, error = coalesce($2, error),
+               started_at = CASE WHEN started_at IS NULL AND $3 NOT IN ('queued') THEN $4 ELSE started_at END,
+               finished_at = CASE WHEN $5 THEN $6 ELSE finished_at END,
+               waiting = CASE WHEN $7 THEN NULL ELSE waiting END,
+               build_progress = CASE WHEN $8 = 'building' THEN build_progress ELSE NULL END
+             WHERE job_id = $9 AND state <> 'cancelled'",
         )
         .bind(state)
         .bind(error)
@@ -312,7 +309,7 @@ impl Catalog {
 
     pub async fn pin_job_host(&self, job_id: &str, host_id: &str) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
-        sqlx::query("UPDATE jobs SET db_host_id = ? WHERE job_id = ?")
+        sqlx::query("UPDATE jobs SET db_host_id = $1 WHERE job_id = $2")
             .bind(host_id)
             .bind(job_id)
             .execute(&mut *tx)
@@ -330,14 +327,14 @@ impl Catalog {
         host_id: &str,
     ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
-        sqlx::query("INSERT INTO job_hosts (job_id, slot, host_id) VALUES (?, ?, ?)")
+        sqlx::query("INSERT INTO job_hosts (job_id, slot, host_id) VALUES ($1, $2, $3)")
             .bind(job_id)
             .bind(i64::from(slot))
             .bind(host_id)
             .execute(&mut *tx)
             .await?;
         if slot == 0 {
-            sqlx::query("UPDATE jobs SET db_host_id = ? WHERE job_id = ?")
+            sqlx::query("UPDATE jobs SET db_host_id = $1 WHERE job_id = $2")
                 .bind(host_id)
                 .bind(job_id)
                 .execute(&mut *tx)
@@ -350,7 +347,7 @@ impl Catalog {
     /// The hosts a job's slots are pinned to, by slot.
     pub async fn job_slots(&self, job_id: &str) -> Result<Vec<(u32, String)>, CatalogError> {
         let rows: Vec<(i64, String)> =
-            sqlx::query_as("SELECT slot, host_id FROM job_hosts WHERE job_id = ? ORDER BY slot")
+            sqlx::query_as("SELECT slot, host_id FROM job_hosts WHERE job_id = $1 ORDER BY slot")
                 .bind(job_id)
                 .fetch_all(&self.reader)
                 .await?;
@@ -390,7 +387,7 @@ impl Catalog {
     }
 
     pub async fn cells(&self, job_id: &str) -> Result<Vec<CellRecord>, CatalogError> {
-        let rows = sqlx::query("SELECT cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline FROM cells WHERE job_id = ? ORDER BY cell_index")
+        let rows = sqlx::query("SELECT cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline FROM cells WHERE job_id = $1 ORDER BY cell_index")
             .bind(job_id)
             .fetch_all(&self.reader)
             .await?;
@@ -405,17 +402,22 @@ impl Catalog {
     ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
         sqlx::query(
-            "INSERT OR REPLACE INTO builds (job_id, host_id, build_key, block_size_kb, wal_block_size_kb, source_sha256, pg_version, reused, build_seconds, recorded_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO builds (job_id, host_id, build_key, block_size_kb, wal_block_size_kb, source_sha256, pg_version, reused, build_seconds, recorded_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+             ON CONFLICT (job_id, build_key) DO UPDATE SET host_id = excluded.host_id,
+               block_size_kb = excluded.block_size_kb, wal_block_size_kb = excluded.wal_block_size_kb,
+               source_sha256 = excluded.source_sha256, pg_version = excluded.pg_version,
+               reused = excluded.reused, build_seconds = excluded.build_seconds,
+               recorded_at = excluded.recorded_at",
         )
         .bind(job_id)
         .bind(host_id)
         .bind(&b.build_key)
-        .bind(b.block_size_kb)
-        .bind(b.wal_block_size_kb)
+        .bind(i64::from(b.block_size_kb))
+        .bind(i64::from(b.wal_block_size_kb))
         .bind(&b.source_sha256)
         .bind(&b.pg_version)
-        .bind(b.reused)
+        .bind(flag(b.reused))
         .bind(b.build_seconds)
         .bind(now())
         .execute(&mut *tx)
@@ -425,7 +427,7 @@ impl Catalog {
     }
 
     pub async fn builds(&self, job_id: &str) -> Result<Vec<BuildRecord>, CatalogError> {
-        let rows = sqlx::query("SELECT build_key, block_size_kb, wal_block_size_kb, source_sha256, pg_version, reused, build_seconds FROM builds WHERE job_id = ? ORDER BY block_size_kb, wal_block_size_kb")
+        let rows = sqlx::query("SELECT build_key, block_size_kb, wal_block_size_kb, source_sha256, pg_version, reused, build_seconds FROM builds WHERE job_id = $1 ORDER BY block_size_kb, wal_block_size_kb")
             .bind(job_id)
             .fetch_all(&self.reader)
             .await?;
@@ -435,29 +437,33 @@ impl Catalog {
     /// Server-statistics deltas, effective settings, suspect reasons and worker shares of a run.
     pub async fn run_detail(&self, run_id: &str) -> Result<RunDetailRecord, CatalogError> {
         let stats =
-            sqlx::query_as("SELECT name, delta FROM run_stats WHERE run_id = ? ORDER BY name")
+            sqlx::query_as("SELECT name, delta FROM run_stats WHERE run_id = $1 ORDER BY name")
                 .bind(run_id)
                 .fetch_all(&self.reader)
                 .await?;
         let settings = sqlx::query_as(
-            "SELECT name, setting, unit, source FROM run_settings WHERE run_id = ? ORDER BY name",
+            "SELECT name, setting, unit, source FROM run_settings WHERE run_id = $1 ORDER BY name",
         )
         .bind(run_id)
         .fetch_all(&self.reader)
         .await?;
         let shares: Vec<(String, i64, i64, f64, f64, f64)> = sqlx::query_as(
-            "SELECT worker_host_id, clients, transactions, tps, client_cpu_user_s, client_cpu_system_s FROM result_shares WHERE run_id = ? ORDER BY worker_host_id",
+            "SELECT worker_host_id, clients, transactions, tps, client_cpu_user_s, client_cpu_system_s FROM result_shares WHERE run_id = $1 ORDER BY worker_host_id",
         )
         .bind(run_id)
         .fetch_all(&self.reader)
         .await?;
-        let metrics = sqlx::query_as(
-            "SELECT name, value, unit, higher_is_better FROM run_metrics WHERE run_id = ? ORDER BY position",
+        let metrics: Vec<(String, f64, String, i64)> = sqlx::query_as(
+            "SELECT name, value, unit, higher_is_better FROM run_metrics WHERE run_id = $1 ORDER BY position",
         )
         .bind(run_id)
         .fetch_all(&self.reader)
         .await?;
-        let run = sqlx::query("SELECT suspect_json, db_host_id, server_version, started_at, finished_at, os_cache_dropped, server_restarted, checkpoint_before, wal_dir, stats_start_at, stats_end_at, fpi_source FROM runs WHERE run_id = ?")
+        let metrics = metrics
+            .into_iter()
+            .map(|(n, v, u, h)| (n, v, u, h != 0))
+            .collect();
+        let run = sqlx::query("SELECT suspect_json, db_host_id, server_version, started_at, finished_at, os_cache_dropped, server_restarted, checkpoint_before, wal_dir, stats_start_at, stats_end_at, fpi_source FROM runs WHERE run_id = $1")
             .bind(run_id)
             .fetch_one(&self.reader)
             .await?;
@@ -465,7 +471,8 @@ impl Catalog {
             Ok(run.try_get::<Option<String>, _>(col)?.unwrap_or_default())
         };
         let suspect = text("suspect_json")?;
-        let flag = |col: &str| -> Result<Option<bool>, CatalogError> { Ok(run.try_get(col)?) };
+        let flag =
+            |col: &str| -> Result<Option<bool>, CatalogError> { Ok(rows::flag_of(&run, col)?) };
         let choices = StoredChoices {
             os_cache_dropped: flag("os_cache_dropped")?,
             server_restarted: flag("server_restarted")?,
@@ -502,39 +509,10 @@ impl Catalog {
     }
 
     pub async fn result(&self, run_id: &str) -> Result<Option<ResultRecord>, CatalogError> {
-        let row = sqlx::query("SELECT tps, tps_incl_conn, transactions, failures, latency_avg_ms, latency_p99_ms FROM results WHERE run_id = ?")
+        let row = sqlx::query("SELECT tps, tps_incl_conn, transactions, failures, latency_avg_ms, latency_p99_ms FROM results WHERE run_id = $1")
             .bind(run_id)
             .fetch_optional(&self.reader)
             .await?;
         row.as_ref().map(ResultRecord::from_row).transpose()
-    }
-}
-
-#[cfg(test)]
-mod location_tests {
-    use super::parse_location;
-
-    #[test]
-    fn catalog_locations_are_paths_or_sqlite_urls() {
-        assert_eq!(
-            parse_location("/var/lib/x.db").unwrap(),
-            std::path::Path::new("/var/lib/x.db")
-        );
-        assert_eq!(
-            parse_location("rel/x.db").unwrap(),
-            std::path::Path::new("rel/x.db")
-        );
-        assert_eq!(
-            parse_location("sqlite:///tmp/x.db").unwrap(),
-            std::path::Path::new("/tmp/x.db")
-        );
-        let e = parse_location("postgres://postgres@127.0.0.1:5494/postgres").unwrap_err();
-        assert_eq!(
-            e,
-            "\"postgres://postgres@127.0.0.1:5494/postgres\": catalogs of scheme \"postgres\" are \
-             not supported; the catalog is a SQLite file, given as a path or as sqlite://PATH"
-        );
-        assert!(parse_location("sqlite://").is_err());
-        assert!(parse_location("  ").is_err());
     }
 }

@@ -2,7 +2,7 @@
 
 use blocklab_spec::state::UnknownName;
 use blocklab_spec::{JobKind, JobState, RunState, Stage};
-use sqlx::sqlite::SqliteRow;
+use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
 use super::error::CatalogError;
@@ -20,7 +20,7 @@ pub(super) const JOB_SELECT_ONE: &str =
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id) AS runs_total,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'done') AS runs_done,
   (SELECT count(*) FROM runs r WHERE r.job_id = j.job_id AND r.state = 'failed') AS runs_failed
-  FROM jobs j WHERE j.job_id = ?";
+  FROM jobs j WHERE j.job_id = $1";
 pub(super) const RUN_SELECT: &str =
     "SELECT r.run_id, r.cell_index, r.repetition, r.sequence, r.attempt, r.state, r.stage,
   r.error, r.log_tail, c.label, r.block_size, r.wal_block_size, r.build_key, r.build_reused, res.tps,
@@ -29,10 +29,15 @@ pub(super) const RUN_SELECT: &str =
   LEFT JOIN results res ON res.run_id = r.run_id
   LEFT JOIN run_metrics m ON m.run_id = r.run_id AND m.position = 0
     AND m.name = (SELECT j.headline_metric FROM jobs j WHERE j.job_id = r.job_id)
-  WHERE r.job_id = ? ORDER BY r.sequence";
+  WHERE r.job_id = $1 ORDER BY r.sequence";
 
-fn u32_of(row: &SqliteRow, col: &str) -> Result<u32, CatalogError> {
+fn u32_of(row: &AnyRow, col: &str) -> Result<u32, CatalogError> {
     Ok(small(row.try_get::<Option<i64>, _>(col)?))
+}
+
+/// A stored flag (0/1 in an integer column on both backends; NULL = not known).
+pub(super) fn flag_of(row: &AnyRow, col: &str) -> Result<Option<bool>, sqlx::Error> {
+    Ok(row.try_get::<Option<i64>, _>(col)?.map(|v| v != 0))
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -47,7 +52,7 @@ pub struct HostRecord {
 }
 
 impl HostRecord {
-    pub(super) fn from_row(row: &SqliteRow) -> Result<Self, CatalogError> {
+    pub(super) fn from_row(row: &AnyRow) -> Result<Self, CatalogError> {
         let labels: String = row.try_get("labels")?;
         Ok(Self {
             host_id: row.try_get("host_id")?,
@@ -149,7 +154,7 @@ impl TryFrom<JobRow> for JobRecord {
 }
 
 impl JobRecord {
-    pub(super) fn from_row(row: &SqliteRow) -> Result<Self, CatalogError> {
+    pub(super) fn from_row(row: &AnyRow) -> Result<Self, CatalogError> {
         JobRow::from_row(row)?.try_into()
     }
 
@@ -195,7 +200,7 @@ pub(super) struct RunRow {
     pub block_size: Option<i64>,
     pub wal_block_size: Option<i64>,
     pub build_key: Option<String>,
-    pub build_reused: Option<bool>,
+    pub build_reused: Option<i64>,
 }
 
 impl RunRow {
@@ -214,7 +219,7 @@ pub(super) fn small(v: impl Into<Option<i64>>) -> u32 {
 }
 
 impl RunRecord {
-    pub(super) fn from_row(row: &SqliteRow) -> Result<Self, CatalogError> {
+    pub(super) fn from_row(row: &AnyRow) -> Result<Self, CatalogError> {
         let r = RunRow::from_row(row)?;
         Ok(Self {
             state: r.state()?,
@@ -230,7 +235,7 @@ impl RunRecord {
             block_size: small(r.block_size),
             wal_block_size: small(r.wal_block_size),
             build_key: r.build_key,
-            build_reused: r.build_reused.unwrap_or(false),
+            build_reused: r.build_reused.is_some_and(|b| b != 0),
             tps: row.try_get("tps")?,
             headline: match (
                 row.try_get::<Option<String>, _>("headline_name")?,
@@ -255,14 +260,14 @@ pub struct CellRecord {
 }
 
 impl CellRecord {
-    pub(super) fn from_row(row: &SqliteRow) -> Result<Self, CatalogError> {
+    pub(super) fn from_row(row: &AnyRow) -> Result<Self, CatalogError> {
         Ok(Self {
             cell_index: u32_of(row, "cell_index")?,
             label: row.try_get("label")?,
             block_size_kb: u32_of(row, "block_size_kb")?,
             wal_block_size_kb: u32_of(row, "wal_block_size_kb")?,
             clients: u32_of(row, "clients")?,
-            is_baseline: row.try_get("is_baseline")?,
+            is_baseline: flag_of(row, "is_baseline")?.unwrap_or(false),
         })
     }
 }
@@ -279,14 +284,14 @@ pub struct BuildRecord {
 }
 
 impl BuildRecord {
-    pub(super) fn from_row(row: &SqliteRow) -> Result<Self, CatalogError> {
+    pub(super) fn from_row(row: &AnyRow) -> Result<Self, CatalogError> {
         Ok(Self {
             build_key: row.try_get("build_key")?,
             block_size_kb: u32_of(row, "block_size_kb")?,
             wal_block_size_kb: u32_of(row, "wal_block_size_kb")?,
             source_sha256: row.try_get("source_sha256")?,
             pg_version: row.try_get("pg_version")?,
-            reused: row.try_get("reused")?,
+            reused: flag_of(row, "reused")?.unwrap_or(false),
             build_seconds: row.try_get("build_seconds")?,
         })
     }
@@ -316,7 +321,7 @@ pub struct ResultRecord {
 }
 
 impl ResultRecord {
-    pub(super) fn from_row(row: &SqliteRow) -> Result<Self, CatalogError> {
+    pub(super) fn from_row(row: &AnyRow) -> Result<Self, CatalogError> {
         Ok(Self {
             tps: row.try_get("tps")?,
             tps_incl_conn: row.try_get("tps_incl_conn")?,
@@ -357,7 +362,7 @@ pub struct ProbeSummaryRow {
 }
 
 impl ProbeSummaryRow {
-    pub(super) fn from_row(row: &SqliteRow) -> Result<Self, CatalogError> {
+    pub(super) fn from_row(row: &AnyRow) -> Result<Self, CatalogError> {
         Ok(Self {
             target: row.try_get("target")?,
             mode: row.try_get("mode")?,

@@ -1,11 +1,13 @@
 //! A run's life in the catalog: attempts, stages, proof of the server, outcomes (done,
 //! failed, lost, cancelled) and requeueing. Every write checks that the attempt is current.
 
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::{Any, Transaction};
 
 use blocklab_spec::{JobState, Stage};
 
-use super::{Catalog, CatalogError, FpiSource, RunChoices, RunOutcome, ServerRecord, now};
+use super::{
+    Catalog, CatalogError, FpiSource, RunChoices, RunOutcome, ServerRecord, flag, now, opt_flag,
+};
 
 impl Catalog {
     /// Starts a new attempt of a run on the given hosts; returns the attempt number.
@@ -16,16 +18,25 @@ impl Catalog {
         worker: &str,
     ) -> Result<u32, CatalogError> {
         let mut tx = self.write().await?;
+        let facts: Option<String> =
+            sqlx::query_scalar("SELECT facts_json FROM hosts WHERE host_id = $1")
+                .bind(db_host)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let warnings = facts
+            .and_then(|f| serde_json::from_str::<serde_json::Value>(&f).ok())
+            .and_then(|f| f.get("warnings").cloned())
+            .filter(|w| !w.is_null())
+            .map(|w| w.to_string());
         let attempt: i64 = sqlx::query_scalar(
             "UPDATE runs SET attempt = attempt + 1, state = 'running', stage = 'starting', error = NULL, log_tail = NULL,
-               db_host_id = ?, worker_host_id = ?, started_at = ?, finished_at = NULL,
-               host_warnings = (SELECT json_extract(h.facts_json, '$.warnings') FROM hosts h WHERE h.host_id = ?)
-             WHERE run_id = ? RETURNING attempt",
+               db_host_id = $1, worker_host_id = $2, started_at = $3, finished_at = NULL, host_warnings = $4
+             WHERE run_id = $5 RETURNING attempt",
         )
         .bind(db_host)
         .bind((!worker.is_empty()).then_some(worker))
         .bind(now())
-        .bind(db_host)
+        .bind(warnings)
         .bind(run_id)
         .fetch_one(&mut *tx)
         .await?;
@@ -39,26 +50,32 @@ impl Catalog {
         &self,
         job_id: &str,
     ) -> Result<(Vec<(String, u32)>, u32), CatalogError> {
-        let rows = sqlx::query(
-            "SELECT w.value AS warning, count(*) AS runs FROM runs r, json_each(r.host_warnings) w
-             WHERE r.job_id = ? AND r.state = 'done' AND json_valid(r.host_warnings)
-             GROUP BY w.value ORDER BY min(r.sequence), min(w.key)",
+        let stored: Vec<(Option<String>,)> = sqlx::query_as(
+            "SELECT host_warnings FROM runs WHERE job_id = $1 AND state = 'done' ORDER BY sequence",
         )
         .bind(job_id)
         .fetch_all(&self.reader)
         .await?;
-        let warnings = rows
-            .iter()
-            .map(|row| {
-                let runs: i64 = row.try_get("runs")?;
-                Ok((
-                    row.try_get("warning")?,
-                    u32::try_from(runs).unwrap_or(u32::MAX),
-                ))
-            })
-            .collect::<Result<Vec<_>, CatalogError>>()?;
+        let mut warnings: Vec<(String, u32)> = Vec::new();
+        for (text,) in stored {
+            let Some(serde_json::Value::Array(items)) =
+                text.and_then(|t| serde_json::from_str(&t).ok())
+            else {
+                continue;
+            };
+            for item in items {
+                let w = match item {
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                match warnings.iter_mut().find(|(seen, _)| *seen == w) {
+                    Some((_, n)) => *n = n.saturating_add(1),
+                    None => warnings.push((w, 1)),
+                }
+            }
+        }
         let done: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM runs WHERE job_id = ? AND state = 'done'")
+            sqlx::query_scalar("SELECT count(*) FROM runs WHERE job_id = $1 AND state = 'done'")
                 .bind(job_id)
                 .fetch_one(&self.reader)
                 .await?;
@@ -74,11 +91,11 @@ impl Catalog {
     ) -> Result<bool, CatalogError> {
         let mut tx = self.write().await?;
         let n = sqlx::query(
-            "UPDATE runs SET stage = ? WHERE run_id = ? AND attempt = ? AND state = 'running'",
+            "UPDATE runs SET stage = $1 WHERE run_id = $2 AND attempt = $3 AND state = 'running'",
         )
         .bind(stage.as_str())
         .bind(run_id)
-        .bind(attempt)
+        .bind(i64::from(attempt))
         .execute(&mut *tx)
         .await?
         .rows_affected();
@@ -95,26 +112,26 @@ impl Catalog {
     ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
         sqlx::query(
-            "UPDATE runs SET build_key = ?, build_reused = ?, server_version = ?, block_size = ?, wal_block_size = ?,
-               server_address = ?, stage = 'loading-data'
-             WHERE run_id = ? AND attempt = ? AND state = 'running'",
+            "UPDATE runs SET build_key = $1, build_reused = $2, server_version = $3, block_size = $4, wal_block_size = $5,
+               server_address = $6, stage = 'loading-data'
+             WHERE run_id = $7 AND attempt = $8 AND state = 'running'",
         )
         .bind(&s.build_key)
-        .bind(s.build_reused)
+        .bind(flag(s.build_reused))
         .bind(&s.server_version)
-        .bind(s.block_size)
-        .bind(s.wal_block_size)
+        .bind(i64::from(s.block_size))
+        .bind(i64::from(s.wal_block_size))
         .bind(&s.server_address)
         .bind(run_id)
-        .bind(attempt)
+        .bind(i64::from(attempt))
         .execute(&mut *tx)
         .await?;
-        sqlx::query("DELETE FROM run_settings WHERE run_id = ?")
+        sqlx::query("DELETE FROM run_settings WHERE run_id = $1")
             .bind(run_id)
             .execute(&mut *tx)
             .await?;
         for (name, setting, unit, source) in &s.settings {
-            sqlx::query("INSERT INTO run_settings (run_id, name, setting, unit, source) VALUES (?, ?, ?, ?, ?)")
+            sqlx::query("INSERT INTO run_settings (run_id, name, setting, unit, source) VALUES ($1, $2, $3, $4, $5)")
                 .bind(run_id)
                 .bind(name)
                 .bind(setting)
@@ -136,22 +153,22 @@ impl Catalog {
     ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
         sqlx::query(
-            "UPDATE runs SET os_cache_dropped = coalesce(?, os_cache_dropped), checkpoint_before = coalesce(?, checkpoint_before),
-               wal_dir = coalesce(?, wal_dir), postmaster_start_time = coalesce(?, postmaster_start_time),
-               server_restarted = coalesce(?, server_restarted), stats_start_at = coalesce(?, stats_start_at),
-               stats_end_at = coalesce(?, stats_end_at), fpi_source = coalesce(?, fpi_source)
-             WHERE run_id = ? AND attempt = ? AND state = 'running'",
+            "UPDATE runs SET os_cache_dropped = coalesce($1, os_cache_dropped), checkpoint_before = coalesce($2, checkpoint_before),
+               wal_dir = coalesce($3, wal_dir), postmaster_start_time = coalesce($4, postmaster_start_time),
+               server_restarted = coalesce($5, server_restarted), stats_start_at = coalesce($6, stats_start_at),
+               stats_end_at = coalesce($7, stats_end_at), fpi_source = coalesce($8, fpi_source)
+             WHERE run_id = $9 AND attempt = $10 AND state = 'running'",
         )
-        .bind(c.os_cache_dropped)
-        .bind(c.checkpoint_before)
+        .bind(opt_flag(c.os_cache_dropped))
+        .bind(opt_flag(c.checkpoint_before))
         .bind(c.wal_dir.as_deref())
         .bind(c.postmaster_start_time.as_deref())
-        .bind(c.server_restarted)
+        .bind(opt_flag(c.server_restarted))
         .bind(c.stats_start_at.as_deref())
         .bind(c.stats_end_at.as_deref())
         .bind(c.fpi_source.map(FpiSource::as_str))
         .bind(run_id)
-        .bind(attempt)
+        .bind(i64::from(attempt))
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -185,11 +202,11 @@ impl Catalog {
         let mut tx = self.write().await?;
         let suspect = (!o.suspect.is_empty())
             .then(|| serde_json::to_string(&o.suspect).unwrap_or_else(|_| "[]".into()));
-        let n = sqlx::query("UPDATE runs SET state = 'done', stage = 'done', finished_at = ?, suspect_json = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
+        let n = sqlx::query("UPDATE runs SET state = 'done', stage = 'done', finished_at = $1, suspect_json = $2 WHERE run_id = $3 AND attempt = $4 AND state = 'running'")
             .bind(now())
             .bind(suspect)
             .bind(run_id)
-            .bind(attempt)
+            .bind(i64::from(attempt))
             .execute(&mut *tx)
             .await?
             .rows_affected();
@@ -201,11 +218,11 @@ impl Catalog {
         for (host, clients, r) in &o.shares {
             sqlx::query(
                 "INSERT INTO result_shares (run_id, worker_host_id, clients, transactions, failures, tps, latency_avg_ms, latency_p99_ms, client_cpu_user_s, client_cpu_system_s)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
             )
             .bind(run_id)
             .bind(host)
-            .bind(clients)
+            .bind(i64::from(*clients))
             .bind(i64::try_from(r.transactions).unwrap_or(i64::MAX))
             .bind(i64::try_from(r.failures).unwrap_or(i64::MAX))
             .bind(r.tps_excluding_connections)
@@ -217,7 +234,7 @@ impl Catalog {
             .await?;
         }
         for (name, delta) in &o.stats {
-            sqlx::query("INSERT INTO run_stats (run_id, name, delta) VALUES (?, ?, ?)")
+            sqlx::query("INSERT INTO run_stats (run_id, name, delta) VALUES ($1, $2, $3)")
                 .bind(run_id)
                 .bind(name)
                 .bind(delta)
@@ -225,12 +242,12 @@ impl Catalog {
                 .await?;
         }
         for (position, m) in o.metrics.iter().enumerate() {
-            sqlx::query("INSERT INTO run_metrics (run_id, name, value, unit, higher_is_better, position) VALUES (?, ?, ?, ?, ?, ?)")
+            sqlx::query("INSERT INTO run_metrics (run_id, name, value, unit, higher_is_better, position) VALUES ($1, $2, $3, $4, $5, $6)")
                 .bind(run_id)
                 .bind(&m.name)
                 .bind(if m.value.is_finite() { m.value } else { 0.0 })
                 .bind(&m.unit)
-                .bind(m.higher_is_better)
+                .bind(flag(m.higher_is_better))
                 .bind(i64::try_from(position).unwrap_or(i64::MAX))
                 .execute(&mut *tx)
                 .await?;
@@ -249,13 +266,13 @@ impl Catalog {
         log_tail: &str,
     ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
-        sqlx::query("UPDATE runs SET state = 'failed', stage = ?, error = ?, log_tail = ?, finished_at = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
+        sqlx::query("UPDATE runs SET state = 'failed', stage = $1, error = $2, log_tail = $3, finished_at = $4 WHERE run_id = $5 AND attempt = $6 AND state = 'running'")
             .bind(stage.as_str())
             .bind(reason)
             .bind(log_tail)
             .bind(now())
             .bind(run_id)
-            .bind(attempt)
+            .bind(i64::from(attempt))
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
@@ -271,12 +288,12 @@ impl Catalog {
         reason: &str,
     ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
-        sqlx::query("UPDATE runs SET state = 'lost', stage = ?, error = ?, finished_at = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
+        sqlx::query("UPDATE runs SET state = 'lost', stage = $1, error = $2, finished_at = $3 WHERE run_id = $4 AND attempt = $5 AND state = 'running'")
             .bind(stage.as_str())
             .bind(reason)
             .bind(now())
             .bind(run_id)
-            .bind(attempt)
+            .bind(i64::from(attempt))
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
@@ -288,14 +305,14 @@ impl Catalog {
     pub async fn requeue_lost(&self, job_id: &str, max_attempts: u32) -> Result<u64, CatalogError> {
         let mut tx = self.write().await?;
         let requeued = sqlx::query(
-            "UPDATE runs SET state = 'queued' WHERE job_id = ? AND state = 'lost' AND attempt < ?",
+            "UPDATE runs SET state = 'queued' WHERE job_id = $1 AND state = 'lost' AND attempt < $2",
         )
         .bind(job_id)
-        .bind(max_attempts)
+        .bind(i64::from(max_attempts))
         .execute(&mut *tx)
         .await?
         .rows_affected();
-        sqlx::query("UPDATE runs SET state = 'failed', error = 'lost ' || attempt || ' times, last: ' || coalesce(error, '') WHERE job_id = ? AND state = 'lost'")
+        sqlx::query("UPDATE runs SET state = 'failed', error = 'lost ' || attempt || ' times, last: ' || coalesce(error, '') WHERE job_id = $1 AND state = 'lost'")
             .bind(job_id)
             .execute(&mut *tx)
             .await?;
@@ -313,7 +330,7 @@ impl Catalog {
     ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
         let runs: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT run_id, cell_index FROM runs WHERE job_id = ? AND state = 'queued'",
+            "SELECT run_id, cell_index FROM runs WHERE job_id = $1 AND state = 'queued'",
         )
         .bind(job_id)
         .fetch_all(&mut *tx)
@@ -321,7 +338,7 @@ impl Catalog {
         for (run_id, cell) in runs {
             let hit = cell_filter.is_none_or(|f| f.iter().any(|&c| i64::from(c) == cell));
             if hit {
-                sqlx::query("UPDATE runs SET state = 'failed', stage = ?, error = ?, finished_at = ? WHERE run_id = ?")
+                sqlx::query("UPDATE runs SET state = 'failed', stage = $1, error = $2, finished_at = $3 WHERE run_id = $4")
                     .bind(stage.as_str())
                     .bind(reason)
                     .bind(now())
@@ -339,7 +356,7 @@ impl Catalog {
     /// were cancelled here.
     pub async fn cancel_job(&self, job_id: &str) -> Result<(String, u64), CatalogError> {
         let mut tx = self.write().await?;
-        let state: Option<String> = sqlx::query_scalar("SELECT state FROM jobs WHERE job_id = ?")
+        let state: Option<String> = sqlx::query_scalar("SELECT state FROM jobs WHERE job_id = $1")
             .bind(job_id)
             .fetch_optional(&mut *tx)
             .await?;
@@ -348,13 +365,13 @@ impl Catalog {
             tx.rollback().await?;
             return Ok((state, 0));
         }
-        let n = sqlx::query("UPDATE runs SET state = 'cancelled', stage = 'cancelled', finished_at = ? WHERE job_id = ? AND state = 'queued'")
+        let n = sqlx::query("UPDATE runs SET state = 'cancelled', stage = 'cancelled', finished_at = $1 WHERE job_id = $2 AND state = 'queued'")
             .bind(now())
             .bind(job_id)
             .execute(&mut *tx)
             .await?
             .rows_affected();
-        sqlx::query("UPDATE jobs SET state = 'cancelled', error = 'cancelled by request', finished_at = ?, waiting = NULL WHERE job_id = ?")
+        sqlx::query("UPDATE jobs SET state = 'cancelled', error = 'cancelled by request', finished_at = $1, waiting = NULL WHERE job_id = $2")
             .bind(now())
             .bind(job_id)
             .execute(&mut *tx)
@@ -366,10 +383,10 @@ impl Catalog {
     /// Marks a running attempt cancelled.
     pub async fn cancel_run(&self, run_id: &str, attempt: u32) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
-        sqlx::query("UPDATE runs SET state = 'cancelled', error = 'cancelled by request', finished_at = ? WHERE run_id = ? AND attempt = ? AND state = 'running'")
+        sqlx::query("UPDATE runs SET state = 'cancelled', error = 'cancelled by request', finished_at = $1 WHERE run_id = $2 AND attempt = $3 AND state = 'running'")
             .bind(now())
             .bind(run_id)
-            .bind(attempt)
+            .bind(i64::from(attempt))
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
@@ -389,7 +406,7 @@ impl Catalog {
 }
 
 async fn insert_result(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'static, Any>,
     run_id: &str,
     r: &crate::load::LoadResult,
 ) -> Result<(), CatalogError> {
@@ -397,7 +414,7 @@ async fn insert_result(
         "INSERT INTO results (run_id, transactions, failures, tps, tps_incl_conn, latency_avg_ms, latency_stddev_ms,
            latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_p999_ms, latency_max_ms, connection_time_ms,
            measured_seconds, client_cpu_user_s, client_cpu_system_s, latency_histogram)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
     )
     .bind(run_id)
     .bind(i64::try_from(r.transactions).unwrap_or(i64::MAX))
@@ -419,7 +436,7 @@ async fn insert_result(
     .execute(&mut **tx)
     .await?;
     sqlx::query(
-        "UPDATE results SET retries = ?, skipped = ?, late = ?, random_seed = ?, schedule_lag_avg_ms = ?, schedule_lag_max_ms = ? WHERE run_id = ?",
+        "UPDATE results SET retries = $1, skipped = $2, late = $3, random_seed = $4, schedule_lag_avg_ms = $5, schedule_lag_max_ms = $6 WHERE run_id = $7",
     )
     .bind(i64::try_from(r.retries).unwrap_or(i64::MAX))
     .bind(i64::try_from(r.skipped).unwrap_or(i64::MAX))
@@ -432,9 +449,9 @@ async fn insert_result(
     .await?;
     super::user_load::insert_statements(tx, run_id, &r.statements).await?;
     for s in &r.samples {
-        sqlx::query("INSERT INTO run_samples (run_id, second, transactions, latency_avg_ms, failures) VALUES (?, ?, ?, ?, ?)")
+        sqlx::query("INSERT INTO run_samples (run_id, second, transactions, latency_avg_ms, failures) VALUES ($1, $2, $3, $4, $5)")
             .bind(run_id)
-            .bind(s.second)
+            .bind(i64::from(s.second))
             .bind(i64::try_from(s.transactions).unwrap_or(i64::MAX))
             .bind(s.latency_avg_ms)
             .bind(i64::try_from(s.failures).unwrap_or(i64::MAX))

@@ -3,19 +3,19 @@
 //! figures of a rate and a latency limit.
 
 use blocklab_spec::JobPlan;
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::{Any, Row, Transaction};
 
 use super::{Catalog, CatalogError, LoadDetail};
 use crate::load::Statement;
 
 /// The job's files, in the transaction that stores the job.
 pub(super) async fn insert_job_files(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'static, Any>,
     job_id: &str,
     job: &JobPlan,
 ) -> Result<(), CatalogError> {
     for (role, f) in job.user_files() {
-        sqlx::query("INSERT INTO job_scripts (job_id, role, name, sha256, bytes, text) VALUES (?, ?, ?, ?, ?, ?)")
+        sqlx::query("INSERT INTO job_scripts (job_id, role, name, sha256, bytes, text) VALUES ($1, $2, $3, $4, $5, $6)")
             .bind(job_id)
             .bind(role)
             .bind(&f.name)
@@ -30,16 +30,16 @@ pub(super) async fn insert_job_files(
 
 /// A run's per-statement latencies, in the transaction that writes its result.
 pub(super) async fn insert_statements(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'static, Any>,
     run_id: &str,
     statements: &[Statement],
 ) -> Result<(), CatalogError> {
     for s in statements {
-        sqlx::query("INSERT INTO run_statements (run_id, script_index, script, position, command, count, latency_avg_ms, failures) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+        sqlx::query("INSERT INTO run_statements (run_id, script_index, script, position, command, count, latency_avg_ms, failures) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
             .bind(run_id)
-            .bind(s.script_index)
+            .bind(i64::from(s.script_index))
             .bind(&s.script)
-            .bind(s.position)
+            .bind(i64::from(s.position))
             .bind(&s.command)
             .bind(i64::try_from(s.count).unwrap_or(i64::MAX))
             .bind(s.latency_avg_ms())
@@ -55,7 +55,7 @@ impl Catalog {
     pub async fn run_load_detail(&self, run_id: &str) -> Result<LoadDetail, CatalogError> {
         let mut d = LoadDetail::default();
         if let Some(r) = sqlx::query(
-            "SELECT schedule_lag_avg_ms, schedule_lag_max_ms, late, skipped, random_seed FROM results WHERE run_id = ?",
+            "SELECT schedule_lag_avg_ms, schedule_lag_max_ms, late, skipped, random_seed FROM results WHERE run_id = $1",
         )
         .bind(run_id)
         .fetch_optional(&self.reader)
@@ -68,7 +68,7 @@ impl Catalog {
             d.random_seed = r.try_get::<Option<i64>, _>(4)?.map_or(0, |s| s as u64);
         }
         let rows: Vec<(String, i64, String, i64, f64, i64)> = sqlx::query_as(
-            "SELECT script, position, command, count, latency_avg_ms, failures FROM run_statements WHERE run_id = ? ORDER BY script_index, position",
+            "SELECT script, position, command, count, latency_avg_ms, failures FROM run_statements WHERE run_id = $1 ORDER BY script_index, position",
         )
         .bind(run_id)
         .fetch_all(&self.reader)

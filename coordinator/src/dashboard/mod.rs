@@ -1,5 +1,7 @@
 //! The read-only web dashboard (`--dashboard-listen`): hosts, jobs and their runs, each job's
-//! results with its charts and verdicts, and `/metrics`. Pages are rendered on the server
+//! results with its charts and verdicts (its traces downsampled in the catalog to
+//! [`TRACE_POINTS`] points a run at most), the history of a metric over every job
+//! (`history.rs`), two jobs compared, and `/metrics`. Pages are rendered on the server
 //! from the catalog with [`crate::results`], so they agree with the CLI and `blocklab report`.
 //!
 //! When the coordinator has API tokens, a browser signs in at `/login` with a read token and
@@ -9,7 +11,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -21,6 +23,7 @@ use crate::error::{ErrorCode, ServiceError};
 use crate::fleet::Registry;
 
 pub mod auth;
+pub mod history;
 mod pages;
 pub mod tls;
 
@@ -61,6 +64,9 @@ impl Dashboard {
         axum::Router::new()
             .route("/", get(index))
             .route("/jobs/{job_id}", get(job))
+            .route("/history", get(history_index))
+            .route("/history/{metric}", get(history_page))
+            .route("/compare/{job_a}/{job_b}", get(compare))
             .route("/metrics", get(metrics))
             .with_state(state)
             .merge(auth::routes(gate.clone()))
@@ -132,15 +138,85 @@ async fn index(State(d): State<Arc<Dashboard>>) -> Response {
     Html(pages::index(&hosts, &up, &jobs, &d.catalog_path)).into_response()
 }
 
+/// The most points a run's trace has on the job page, and the fewest the budget below gives.
+pub const TRACE_POINTS: u32 = 300;
+const TRACE_POINTS_MIN: u32 = 12;
+/// Points of all a job's traces together, shared among its runs.
+const TRACE_BUDGET: usize = 12_000;
+
+/// The points per run of a job with `runs` runs: the budget shared, within the bounds.
+pub fn trace_points(runs: usize) -> u32 {
+    let share = TRACE_BUDGET / runs.max(1);
+    u32::try_from(share)
+        .unwrap_or(TRACE_POINTS)
+        .clamp(TRACE_POINTS_MIN, TRACE_POINTS)
+}
+
+fn not_a_job(id: &str) -> Option<Response> {
+    uuid::Uuid::parse_str(id)
+        .is_err()
+        .then(|| error_page(StatusCode::NOT_FOUND, "not a job id (a UUID)"))
+}
+
 async fn job(State(d): State<Arc<Dashboard>>, Path(job_id): Path<String>) -> Response {
-    if uuid::Uuid::parse_str(&job_id).is_err() {
-        return error_page(StatusCode::NOT_FOUND, "not a job id (a UUID)");
+    if let Some(r) = not_a_job(&job_id) {
+        return r;
     }
     let metric = blocklab_report::stats::Metric::Tps;
-    match crate::results::export_job(&d.catalog, &d.catalog_path, &job_id, metric.name(), true)
+    let mut export = match crate::results::export_job(
+        &d.catalog,
+        &d.catalog_path,
+        &job_id,
+        metric.name(),
+        false,
+    )
+    .await
+    {
+        Ok(export) => export,
+        Err(e) => return service_error(&e),
+    };
+    let mut series = match d
+        .catalog
+        .sample_series(&job_id, trace_points(export.runs.len()))
         .await
     {
-        Ok(export) => Html(pages::job(&export)).into_response(),
+        Ok(s) => s,
+        Err(e) => return service_error(&e),
+    };
+    for r in &mut export.runs {
+        r.samples = series.remove(&r.run_id).unwrap_or_default();
+    }
+    Html(pages::job(&export)).into_response()
+}
+
+async fn history_index() -> Response {
+    axum::response::Redirect::to("/history/tps").into_response()
+}
+
+async fn history_page(
+    State(d): State<Arc<Dashboard>>,
+    Path(metric): Path<String>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Response {
+    let filters = match history::Filters::parse(&pairs) {
+        Ok(f) => f,
+        Err(e) => return service_error(&e),
+    };
+    match history::page(&d.catalog, &d.catalog_path, &metric, &filters).await {
+        Ok(page) => Html(page).into_response(),
+        Err(e) => service_error(&e),
+    }
+}
+
+async fn compare(
+    State(d): State<Arc<Dashboard>>,
+    Path((job_a, job_b)): Path<(String, String)>,
+) -> Response {
+    if let Some(r) = not_a_job(&job_a).or_else(|| not_a_job(&job_b)) {
+        return r;
+    }
+    match crate::results::compare_jobs(&d.catalog, &job_a, &job_b, "").await {
+        Ok(r) => Html(pages::compare(&r)).into_response(),
         Err(e) => service_error(&e),
     }
 }
@@ -153,5 +229,19 @@ async fn metrics(State(d): State<Arc<Dashboard>>) -> Response {
         )
             .into_response(),
         Err(e) => service_error(&e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trace_points;
+
+    #[test]
+    fn traces_share_the_points_budget_within_the_bounds() {
+        assert_eq!(trace_points(0), 300);
+        assert_eq!(trace_points(40), 300);
+        assert_eq!(trace_points(100), 120);
+        assert_eq!(trace_points(1000), 12);
+        assert_eq!(trace_points(10_000), 12);
     }
 }

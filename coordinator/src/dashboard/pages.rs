@@ -5,17 +5,18 @@
 use std::fmt::Write as _;
 
 use axum::http::StatusCode;
-use blocklab_proto::v1::JobExport;
+use blocklab_proto::v1::{CompareJobsResponse, JobExport, JobSummary};
 
 use crate::catalog::{HostRecord, JobRecord};
 use blocklab_report::html::{STYLE, fact_rows, strings, table};
 use blocklab_report::plot::esc;
+use blocklab_report::render::table_rows;
 
 const NAV_STYLE: &str = "nav{margin:-1em 0 1em;padding:0.5em 0;border-bottom:1px solid #ddd}\
 nav a{margin-right:1.2em}.up{color:#1a7f37;font-weight:bold}.down{color:#b42318;font-weight:bold}\
 a.job{font-weight:bold}details summary{cursor:pointer}form.logout{display:inline;float:right}";
 
-fn head(out: &mut String, title: &str, refresh: bool) {
+pub(crate) fn head(out: &mut String, title: &str, refresh: bool) {
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">{}<title>{}</title>\
@@ -31,7 +32,7 @@ fn head(out: &mut String, title: &str, refresh: bool) {
 }
 
 const NAV: &str = "<nav><a href=\"/\">blocklab</a><a href=\"/#hosts\">hosts</a><a href=\"/#jobs\">jobs</a>\
-     <a href=\"/metrics\">metrics</a><form class=\"logout\" method=\"post\" action=\"/logout\">\
+     <a href=\"/history\">history</a><a href=\"/metrics\">metrics</a><form class=\"logout\" method=\"post\" action=\"/logout\">\
      <button type=\"submit\">sign out</button></form></nav>\n";
 
 /// `/login`: the sign-in form (a read token, sent with POST, never in the URL), with why the
@@ -131,6 +132,13 @@ pub fn job(export: &JobExport) -> String {
         .is_ok_and(|s| s.is_finished());
     head(&mut out, &format!("blocklab: {name}"), !finished);
     out.push_str(&verdicts(export));
+    if !export.metric.is_empty() {
+        let _ = writeln!(
+            out,
+            "<p class=\"history-link\"><a href=\"/history/{m}\">{m} in every job's history</a></p>",
+            m = esc(&export.metric)
+        );
+    }
     // The report's body, without its own document head.
     let body = report
         .split_once("<body>")
@@ -179,6 +187,32 @@ fn results_first(body: &str) -> String {
         }
         _ => body.to_string(),
     }
+}
+
+/// `/compare/{a}/{b}`: each cell of job B against A's like cell, as `blocklab compare` gives it.
+pub fn compare(r: &CompareJobsResponse) -> String {
+    let name = |j: &Option<JobSummary>| j.as_ref().map(|j| (j.job_id.clone(), j.name.clone()));
+    let (a, b) = (
+        name(&r.job_a).unwrap_or_default(),
+        name(&r.job_b).unwrap_or_default(),
+    );
+    let mut out = String::new();
+    head(&mut out, &format!("blocklab: {} vs {}", a.1, b.1), false);
+    let _ = writeln!(
+        out,
+        "<h1>{m}: B against A</h1><p>A (baseline): <a class=\"job\" href=\"/jobs/{ai}\">{an}</a> {ai}<br>\
+         B (treatment): <a class=\"job\" href=\"/jobs/{bi}\">{bn}</a> {bi}</p>",
+        m = esc(&r.metric),
+        ai = esc(&a.0),
+        an = esc(&a.1),
+        bi = esc(&b.0),
+        bn = esc(&b.1),
+    );
+    let (header, rows) = table_rows(&r.cells, true);
+    let marks: Vec<bool> = r.cells.iter().map(|c| c.runs_suspect > 0).collect();
+    table(&mut out, "results", &header, &rows, &marks);
+    out.push_str("</body></html>\n");
+    out
 }
 
 /// An error page (unknown job, catalog failure).

@@ -373,6 +373,8 @@ pub struct FleetService {
     pub catalog: Catalog,
     /// The shared fleet join token (`--fleet-token-file`); open when empty.
     pub shared: TokenCheck,
+    /// Hosts attach only to the leader (`leader.rs`).
+    pub role: tokio::sync::watch::Receiver<crate::leader::Role>,
 }
 
 type OutStream = Pin<Box<dyn Stream<Item = Result<CoordinatorMessage, Status>> + Send>>;
@@ -386,6 +388,9 @@ impl Fleet for FleetService {
         request: Request<Streaming<HostMessage>>,
     ) -> Result<Response<Self::AttachStream>, Status> {
         let peer: Option<SocketAddr> = request.remote_addr();
+        if let Some(refusal) = self.role.borrow().refusal() {
+            return Err(Status::unavailable(refusal));
+        }
         let credentials = self
             .catalog
             .host_credentials()

@@ -104,14 +104,47 @@ pub fn tpcc(r: &LoadResult) -> Vec<Metric> {
     out
 }
 
-/// Tuples per second of one AS3AP-like mix over all users, plus queries per second and the
-/// 90th percentile response time.
+/// The query classes of OSDB's cross-section tests inside a mix (`xs.mu_sel_100_seq`).
+const CROSS_PREFIX: &str = "xs.";
+
+/// Tuples per second of one AS3AP-like mix over all users (its own query class), plus
+/// queries per second and the 90th percentile response time; then the seconds of each
+/// cross-section test timed inside it, and their sum without the checks after the mix.
 pub fn as3ap_mix(mix: &str, r: &LoadResult) -> Vec<Metric> {
     let key = mix.replace('-', "_");
-    let rows: u64 = r.txn_types.iter().map(|t| t.rows).sum();
+    let rows: u64 = r
+        .txn_types
+        .iter()
+        .filter(|t| t.name == key)
+        .map(|t| t.rows)
+        .sum();
     let secs = r.measured_seconds;
     let rate = |n: f64| if secs > 0.0 { n / secs } else { 0.0 };
-    vec![
+    let mut cross = Vec::new();
+    let mut cross_total = 0.0;
+    for t in r
+        .txn_types
+        .iter()
+        .filter(|t| t.name.starts_with(CROSS_PREFIX))
+    {
+        let Ok(Some(h)) = read_histogram(0, &t.latency_histogram) else {
+            continue;
+        };
+        let s = h.mean() / 1e6;
+        if !t.name.starts_with("xs.mu_checkmod") {
+            cross_total += s;
+        }
+        cross.push(metric(&format!("{key}.{}", t.name), s, "s", false));
+    }
+    if !cross.is_empty() {
+        cross.push(metric(
+            &format!("{key}.cross_section_s"),
+            cross_total,
+            "s",
+            false,
+        ));
+    }
+    let mut out = vec![
         metric(
             &format!("{key}.tup_per_s"),
             rate(rows as f64),
@@ -125,7 +158,9 @@ pub fn as3ap_mix(mix: &str, r: &LoadResult) -> Vec<Metric> {
             true,
         ),
         metric(&format!("{key}.p90_ms"), r.latency_p90_ms, "ms", false),
-    ]
+    ];
+    out.append(&mut cross);
+    out
 }
 
 /// What the WAL of one window cost per transaction: WAL bytes (the LSN distance), full-page
@@ -246,6 +281,42 @@ mod tests {
         assert_eq!(m[0].unit, "tup/s");
         assert_eq!(m[0].value, 150.0);
         assert_eq!(m[1].value, 50.0);
+    }
+
+    #[test]
+    fn cross_section_tests_are_seconds_and_not_tuples_of_the_mix() {
+        let xs = |name: &str, us: u64, rows: u64| TxnType {
+            name: name.into(),
+            count: 1,
+            rows,
+            latency_histogram: hist(&[us]),
+            ..Default::default()
+        };
+        let r = LoadResult {
+            measured_seconds: 2.0,
+            transactions: 100,
+            txn_types: vec![
+                TxnType {
+                    name: "mixed_oltp".into(),
+                    rows: 300,
+                    ..Default::default()
+                },
+                xs("xs.agg_simple_report", 2_500_000, 1),
+                xs("xs.mu_sel_100_seq", 500_000, 100),
+                xs("xs.mu_checkmod_100_seq", 1_000_000, 100),
+            ],
+            ..Default::default()
+        };
+        let m = as3ap_mix("mixed-oltp", &r);
+        let get = |n: &str| m.iter().find(|x| x.name == n).unwrap();
+        assert_eq!(get("mixed_oltp.tup_per_s").value, 150.0);
+        let s = get("mixed_oltp.xs.agg_simple_report");
+        assert!((s.value - 2.5).abs() < 0.01, "{s:?}");
+        assert_eq!((s.unit.as_str(), s.higher_is_better), ("s", false));
+        assert!((get("mixed_oltp.xs.mu_checkmod_100_seq").value - 1.0).abs() < 0.01);
+        // The checks after the mix are not part of the cross section's time.
+        assert!((get("mixed_oltp.cross_section_s").value - 3.0).abs() < 0.01);
+        assert_eq!(m.len(), 7);
     }
 
     #[test]

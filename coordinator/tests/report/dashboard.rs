@@ -1,9 +1,10 @@
 //! The web dashboard in a real browser: headless Chromium loads the index and a finished
 //! job's page from a dashboard serving a fixture catalog; the job's page is also saved as a
-//! PNG test artifact ($BLOCKLAB_TEST_ARTIFACTS or target/test-artifacts/dashboard.png). And
+//! PNG test artifact ($BLOCKLAB_TEST_ARTIFACTS or the target dir's test-artifacts/dashboard.png);
+//! the history page and a job with a client ladder likewise (history.png, ladder.png). And
 //! the sign-in: read tokens only, through the form, a session cookie, never a token in a URL.
 
-use super::fixture;
+use super::{fixture, ladder};
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -21,12 +22,7 @@ async fn start(f: &fixture::Fixture, tokens: &[ApiToken]) -> SocketAddr {
         heartbeat_interval: Duration::from_secs(2),
         heartbeat_timeout: Duration::from_secs(10),
     });
-    let board = Dashboard::new(
-        f.catalog.clone(),
-        registry,
-        f.path.display().to_string(),
-        tokens,
-    );
+    let board = Dashboard::new(f.catalog.clone(), registry, f.location.to_string(), tokens);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -40,13 +36,40 @@ async fn start(f: &fixture::Fixture, tokens: &[ApiToken]) -> SocketAddr {
     addr
 }
 
-fn artifact_path() -> PathBuf {
-    match std::env::var_os("BLOCKLAB_TEST_ARTIFACTS") {
-        Some(dir) => PathBuf::from(dir).join("dashboard.png"),
-        None => {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-artifacts/dashboard.png")
-        }
-    }
+/// Where a screenshot goes: $BLOCKLAB_TEST_ARTIFACTS, else the target dir's `test-artifacts/`.
+fn artifact(name: &str) -> PathBuf {
+    let dir = match std::env::var_os("BLOCKLAB_TEST_ARTIFACTS") {
+        Some(dir) => PathBuf::from(dir),
+        None => match std::env::var_os("CARGO_TARGET_DIR") {
+            Some(t) => PathBuf::from(t).join("test-artifacts"),
+            None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-artifacts"),
+        },
+    };
+    dir.join(name)
+}
+
+/// Saves a screenshot of `url` as the artifact `name` and checks it is a real PNG.
+async fn screenshot(profile: &Path, url: &str, name: &str, height: u32) {
+    let png = artifact(name);
+    std::fs::create_dir_all(png.parent().expect("dir")).expect("artifact dir");
+    let _ = std::fs::remove_file(&png);
+    chromium(
+        profile,
+        &[
+            &format!("--screenshot={}", png.display()),
+            &format!("--window-size=1280,{height}"),
+            "--hide-scrollbars",
+        ],
+        url,
+    )
+    .await;
+    let bytes = std::fs::read(&png).expect("screenshot written");
+    assert!(
+        bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000,
+        "{}",
+        png.display()
+    );
+    eprintln!("dashboard screenshot: {}", png.display());
 }
 
 /// Runs headless Chromium with `extra` arguments on `url`; returns its stdout.
@@ -115,26 +138,129 @@ async fn chromium_shows_finished_job_with_chart() {
         assert!(page.contains(want), "job page lacks {want:?}");
     }
 
-    let png = artifact_path();
-    std::fs::create_dir_all(png.parent().expect("dir")).expect("artifact dir");
-    let _ = std::fs::remove_file(&png);
-    chromium(
+    screenshot(profile.path(), &url, "dashboard.png", 900).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chromium_shows_the_history_and_a_ladders_knee() {
+    let l = ladder::build().await;
+    let addr = start(&l.f, &[]).await;
+    let profile = tempfile::tempdir().expect("profile");
+    let rows = |page: &str, job: &str| {
+        page.matches(&format!("data-job=\"{job}\" data-cell="))
+            .count()
+    };
+
+    // Every compared cell of every job: the ladder's 16K at 4 client counts, 16K and 32K of
+    // job A, 4K and 16K of job B, and 16K of the db2 job and of its rerun.
+    let url = format!("http://{addr}/history/tps");
+    let page = chromium(profile.path(), &["--dump-dom"], &url).await;
+    assert!(page.contains("10 compared cells in 5 jobs"), "{page}");
+    assert_eq!(
+        page.matches("<g class=\"forest-row\"").count(),
+        10,
+        "{page}"
+    );
+    for (job, n) in [
+        (&l.ladder, 4),
+        (&l.f.job_a, 2),
+        (&l.f.job_b, 2),
+        (&l.original, 1),
+        (&l.rerun, 1),
+    ] {
+        assert_eq!(rows(&page, job), n, "rows of {job}:\n{page}");
+    }
+    // Table rows in page order: the rerun's row comes right after its original's.
+    let order: Vec<&str> = page
+        .split("data-job=\"")
+        .skip(1)
+        .filter(|s| s.get(36..).is_some_and(|t| t.starts_with("\" data-cell=")))
+        .map(|s| &s[..36])
+        .collect();
+    assert_eq!(order.len(), 10, "{order:?}");
+    let at = order
+        .iter()
+        .position(|j| *j == l.original)
+        .expect("original");
+    assert_eq!(
+        order.get(at + 1),
+        Some(&l.rerun.as_str()),
+        "the rerun follows its original"
+    );
+    assert!(
+        page.contains(&format!("href=\"/compare/{}/{}\"", l.original, l.rerun)),
+        "{page}"
+    );
+    // The filters list the values present.
+    for v in ["db1", "db2", "15.18", "16.4", "select-only", "tpcb-like"] {
+        assert!(
+            page.contains(&format!("<option value=\"{v}\">{v}</option>")),
+            "{v}: {page}"
+        );
+    }
+    // +15.0% [..] faster on db2, in the table and on the forest.
+    assert!(page.contains("+15.0% faster"), "{page}");
+
+    let on_db2 = chromium(
         profile.path(),
-        &[
-            &format!("--screenshot={}", png.display()),
-            "--window-size=1280,900",
-            "--hide-scrollbars",
-        ],
-        &url,
+        &["--dump-dom"],
+        &format!("http://{addr}/history/tps?host=db2&version=16.4"),
     )
     .await;
-    let bytes = std::fs::read(&png).expect("screenshot written");
+    assert!(on_db2.contains("2 compared cells in 2 jobs"), "{on_db2}");
+    assert_eq!(rows(&on_db2, &l.rerun), 1);
     assert!(
-        bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000,
-        "{}",
-        png.display()
+        on_db2.contains("<option value=\"db2\" selected=\"\">db2</option>"),
+        "{on_db2}"
     );
-    eprintln!("dashboard screenshot: {}", png.display());
+    screenshot(profile.path(), &url, "history.png", 1000).await;
+
+    // A filter value no job has, and an unknown filter, are refused naming what is allowed.
+    let (head, body) = http(addr, "GET", "/history/tps?host=nope", &[], "").await;
+    assert!(head.starts_with("HTTP/1.0 400"), "{head}");
+    assert!(
+        body.contains("host: no job of this metric has &quot;nope&quot;; present: db1, db2"),
+        "{body}"
+    );
+    let (head, body) = http(addr, "GET", "/history/tps?colour=red", &[], "").await;
+    assert!(head.starts_with("HTTP/1.0 400"), "{head}");
+    assert!(body.contains("allowed: host, version, workload"), "{body}");
+    let (head, _) = http(addr, "GET", "/history", &[], "").await;
+    assert!(
+        head.starts_with("HTTP/1.0 303") && head.contains("/history/tps"),
+        "{head}"
+    );
+
+    // The rerun compared with its original.
+    let (head, body) = http(
+        addr,
+        "GET",
+        &format!("/compare/{}/{}", l.original, l.rerun),
+        &[],
+        "",
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.0 200"), "{head}");
+    assert!(
+        body.contains("on-db2-rerun") && body.contains("<table class=\"results\""),
+        "{body}"
+    );
+
+    // The ladder's page: a chart per page size, the knee named and marked.
+    let url = format!("http://{addr}/jobs/{}", l.ladder);
+    let page = chromium(profile.path(), &["--dump-dom"], &url).await;
+    assert_eq!(page.matches("data-chart=\"scaling\"").count(), 2, "{page}");
+    for want in [
+        "bs=8K wal=8K: tps knee at 4 clients",
+        "bs=16K wal=8K: tps knee at 8 clients",
+        "class=\"knee\" data-knee=\"4\"",
+        "class=\"knee\" data-knee=\"8\"",
+        "knee: 4 clients",
+        "href=\"/history/tps\"",
+    ] {
+        assert!(page.contains(want), "ladder page lacks {want:?}:\n{page}");
+    }
+    screenshot(profile.path(), &url, "ladder.png", 2200).await;
 }
 
 /// One HTTP/1.0 request; returns the head and the body.
@@ -336,7 +462,7 @@ async fn sessions_expire() {
     let board = Dashboard::new(
         f.catalog.clone(),
         registry,
-        f.path.display().to_string(),
+        f.location.to_string(),
         &tokens(),
     )
     .with_session_ttl(Duration::from_millis(500));

@@ -1,12 +1,14 @@
 //! A catalog with two finished jobs, written through the catalog's own APIs (results) and
 //! plain SQL (jobs, cells, runs, flags), as the scheduler would leave them.
 
-use std::path::PathBuf;
-use std::str::FromStr;
+use std::sync::Arc;
 
-use blocklab_coordinator::catalog::{BuildRecord, Catalog, HostRecord, ServerRecord};
+use blocklab_coordinator::catalog::{
+    Backend, BuildRecord, Catalog, HostRecord, Location, ServerRecord,
+};
 use blocklab_coordinator::load::{LoadResult, Sample, Statement};
-use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
+use blocklab_testpg::PgServer;
+use sqlx::AnyPool;
 
 pub const A_8K: [f64; 3] = [1234.5, 1210.2, 1251.8];
 pub const A_16K: [f64; 3] = [1301.3, 1288.9, 1320.4];
@@ -18,9 +20,12 @@ pub const DB_FACTS: &str = r#"{"cpu_model":"Test CPU 9000","cpu_logical":2,"memo
 
 pub struct Fixture {
     pub _dir: tempfile::TempDir,
-    pub path: PathBuf,
+    /// The PostgreSQL server of a fixture on PostgreSQL (held while the fixture lives).
+    pub _pg: Option<Arc<PgServer>>,
+    pub location: Location,
     pub catalog: Catalog,
-    pub sql: SqlitePool,
+    /// Plain SQL on the same catalog (a connection pool of its own).
+    pub sql: AnyPool,
     pub job_a: String,
     pub job_b: String,
 }
@@ -47,12 +52,12 @@ async fn job(
 ) -> String {
     let job_id = uuid::Uuid::new_v4().to_string();
     let spec = format!("name = \"{name}\"\nrepetitions = 3\n");
-    sqlx::query("INSERT INTO jobs (job_id, name, spec_toml, state, run_order, created_at, seed) VALUES (?, ?, ?, 'queued', ?, '2026-01-01T00:00:00.000Z', ?)")
+    sqlx::query("INSERT INTO jobs (job_id, name, spec_toml, state, run_order, created_at, seed) VALUES ($1, $2, $3, 'queued', $4, '2026-01-01T00:00:00.000Z', $5)")
         .bind(&job_id).bind(name).bind(&spec).bind(order).bind(seed)
         .execute(&f.sql).await.expect("job");
     for (i, (bs, base, _)) in cells.iter().enumerate() {
-        sqlx::query("INSERT INTO cells (job_id, cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline, dims_json) VALUES (?, ?, ?, ?, 8, 4, ?, ?)")
-            .bind(&job_id).bind(i as i64).bind(format!("bs={bs}K wal=8K c=4")).bind(bs).bind(base)
+        sqlx::query("INSERT INTO cells (job_id, cell_index, label, block_size_kb, wal_block_size_kb, clients, is_baseline, dims_json) VALUES ($1, $2, $3, $4, 8, 4, $5, $6)")
+            .bind(&job_id).bind(i as i64).bind(format!("bs={bs}K wal=8K c=4")).bind(i64::from(*bs)).bind(i64::from(*base))
             .bind(r#"{"scale":2,"source":"default"}"#)
             .execute(&f.sql).await.expect("cell");
     }
@@ -60,7 +65,7 @@ async fn job(
     for rep in 0..3usize {
         for (i, (bs, _, tps)) in cells.iter().enumerate() {
             let run_id = uuid::Uuid::new_v4().to_string();
-            sqlx::query("INSERT INTO runs (run_id, job_id, cell_index, repetition, sequence, state, stage) VALUES (?, ?, ?, ?, ?, 'queued', 'queued')")
+            sqlx::query("INSERT INTO runs (run_id, job_id, cell_index, repetition, sequence, state, stage) VALUES ($1, $2, $3, $4, $5, 'queued', 'queued')")
                 .bind(&run_id).bind(&job_id).bind(i as i64).bind(rep as i64).bind((rep * n + i) as i64)
                 .execute(&f.sql).await.expect("run");
             let attempt = f
@@ -138,14 +143,14 @@ async fn job(
                     .expect("finish")
             );
             if t == 9999.0 {
-                sqlx::query("UPDATE runs SET suspect_json = ? WHERE run_id = ?")
+                sqlx::query("UPDATE runs SET suspect_json = $1 WHERE run_id = $2")
                     .bind(format!(r#"["{SUSPECT}"]"#))
                     .bind(&run_id)
                     .execute(&f.sql)
                     .await
                     .expect("suspect");
             }
-            sqlx::query("INSERT INTO run_stats (run_id, name, delta) VALUES (?, 'checkpoints_req', 0), (?, 'buffers_backend', 12)")
+            sqlx::query("INSERT INTO run_stats (run_id, name, delta) VALUES ($1, 'checkpoints_req', 0), ($2, 'buffers_backend', 12)")
                 .bind(&run_id).bind(&run_id)
                 .execute(&f.sql).await.expect("stats");
             if rep == 0 {
@@ -177,15 +182,36 @@ async fn job(
     job_id
 }
 
+/// The fixture on SQLite.
 pub async fn build() -> Fixture {
+    build_on(Backend::Sqlite).await
+}
+
+/// The fixture on each backend, SQLite first: the tests that take it check both.
+pub async fn both() -> [Fixture; 2] {
+    [
+        build_on(Backend::Sqlite).await,
+        build_on(Backend::Postgres).await,
+    ]
+}
+
+pub async fn build_on(backend: Backend) -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("catalog.db");
-    let catalog = Catalog::open(&path).await.expect("open");
-    let opts = SqliteConnectOptions::from_str("sqlite://")
-        .expect("opts")
-        .filename(&path)
-        .foreign_keys(true);
-    let sql = SqlitePool::connect_with(opts).await.expect("sql");
+    let (pg, location, url) = match backend {
+        Backend::Sqlite => {
+            let path = dir.path().join("catalog.db");
+            let url = format!("sqlite://{}", path.display());
+            (None, Location::Sqlite(path), url)
+        }
+        Backend::Postgres => {
+            let pg = PgServer::shared();
+            let url = pg.database();
+            (Some(pg), Location::Postgres(url.clone()), url)
+        }
+    };
+    let catalog = Catalog::connect(&location).await.expect("open");
+    sqlx::any::install_default_drivers();
+    let sql = AnyPool::connect(&url).await.expect("sql");
     catalog
         .upsert_host(&host("db1", "agent", DB_FACTS))
         .await
@@ -196,7 +222,8 @@ pub async fn build() -> Fixture {
         .expect("w1");
     let mut f = Fixture {
         _dir: dir,
-        path,
+        _pg: pg,
+        location,
         catalog,
         sql,
         job_a: String::new(),

@@ -10,11 +10,15 @@ use blocklab_proto::v1::*;
 use crate::format::{cell_metric, num, pct};
 use crate::stats::Metric;
 
+mod forest;
 mod metrics;
 mod probe;
+mod scaling;
 mod svg;
 
+pub use forest::{ForestRow, forest_chart};
 pub use probe::probe_charts;
+pub use scaling::scaling_charts;
 use svg::{COLORS, Frame, legend, open, tick_label, ticks};
 pub use svg::{Chart, esc};
 
@@ -251,11 +255,13 @@ pub fn trace_charts(export: &JobExport) -> Vec<Chart> {
     charts
 }
 
-/// The metric chart (if there are results), the change of every workload metric (if the job
-/// has any), then the traces.
+/// The metric chart (if there are results), the metric by clients per page size (if the job
+/// has a client ladder), the change of every workload metric (if the job has any), then the
+/// traces.
 pub fn charts(export: &JobExport) -> Vec<Chart> {
     metric_chart(export)
         .into_iter()
+        .chain(scaling_charts(&export.results))
         .chain(metrics::change_chart(export))
         .chain(trace_charts(export))
         .collect()

@@ -9,11 +9,13 @@ use crate::stats::Metric;
 mod data;
 mod metrics;
 mod own;
+mod scaling;
 mod table;
 
 pub use data::cell_json;
 pub use metrics::{metric_rows, metric_table};
 pub use own::{own_json, own_tables};
+pub use scaling::{KNEE_RULE, scaling_json, scaling_text};
 pub use table::table_rows;
 
 use data::csv;
@@ -203,6 +205,9 @@ pub fn render_results(r: &QueryResultsResponse, format: Format) -> String {
     if !r.own_workload.is_empty() {
         head["own_workload"] = own_json(&r.own_workload);
     }
+    if let Some(s) = scaling_json(&r.cells) {
+        head["scaling"] = s;
+    }
     let headline = r
         .cells
         .first()
@@ -223,6 +228,7 @@ pub fn render_results(r: &QueryResultsResponse, format: Format) -> String {
         Format::Table => {
             let body = render(&r.cells, format, false, head, &[], "");
             body + &host_warnings(r, "")
+                + &scaling_text(&r.cells, "")
                 + &metrics::metric_table(
                     &r.by_metric,
                     "per metric (each cell against its baseline cell)",
@@ -233,6 +239,7 @@ pub fn render_results(r: &QueryResultsResponse, format: Format) -> String {
         Format::Markdown => {
             let mut body = render(&r.cells, format, false, head, &[], "");
             body.push_str(&host_warnings(r, "- "));
+            body.push_str(&scaling_text(&r.cells, "- "));
             if !r.by_metric.is_empty() {
                 let (h, rows) = metrics::metric_rows(&r.by_metric);
                 body.push('\n');

@@ -5,8 +5,10 @@
 //! drained, so the next wait goes straight to the poller).
 //!
 //! [`startup`] opens the connection (TCP or a Unix socket, trust, password, md5 or
-//! SCRAM-SHA-256); [`request`] encodes a script's SQL commands.
+//! SCRAM-SHA-256); [`request`] encodes a script's SQL commands; [`query`] runs the workload
+//! drivers' prepared statements.
 
+pub mod query;
 pub mod request;
 pub mod startup;
 

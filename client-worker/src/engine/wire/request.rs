@@ -28,6 +28,8 @@ pub struct Template {
     /// Where the Bind starts in `head`.
     bind_at: usize,
     tail: Vec<u8>,
+    /// The statement's parameter count, written in the Bind's head.
+    nparams: usize,
 }
 
 fn encoded(f: impl FnOnce(&mut BytesMut) -> std::io::Result<()>) -> Result<Vec<u8>, SqlError> {
@@ -77,6 +79,7 @@ impl Template {
             head,
             bind_at,
             tail,
+            nparams: nparams as usize,
         })
     }
 
@@ -100,6 +103,31 @@ impl Template {
                 out.put_i32(-1);
             }
         }
+        self.finish(start, out);
+    }
+
+    /// Appends the command with `values` written as text (their number is the statement's
+    /// parameter count).
+    pub fn encode_values(
+        &self,
+        values: &[&(dyn std::fmt::Display + Sync)],
+        scratch: &mut String,
+        out: &mut BytesMut,
+    ) {
+        use std::fmt::Write;
+        debug_assert_eq!(values.len(), self.nparams, "one value per parameter");
+        let start = out.len();
+        out.extend_from_slice(&self.head);
+        for v in values {
+            scratch.clear();
+            let _ = write!(scratch, "{v}");
+            out.put_i32(scratch.len() as i32);
+            out.put_slice(scratch.as_bytes());
+        }
+        self.finish(start, out);
+    }
+
+    fn finish(&self, start: usize, out: &mut BytesMut) {
         out.put_i16(0); // all results in text format
         let len_at = start + self.bind_at + 1;
         let len = (out.len() - len_at) as i32;

@@ -27,6 +27,26 @@ async fn submit(
     .job_id
 }
 
+/// Waits until the job's (only) run measures: it holds its database host and its worker.
+async fn measuring(c: &ControlClient<Channel>, job: &str) {
+    wait_until(Duration::from_secs(600), "a run to measure", || {
+        let (mut c, job) = (c.clone(), job.to_string());
+        async move {
+            c.get_job(GetJobRequest {
+                job_id: job,
+                run: 0,
+            })
+            .await
+            .expect("job")
+            .into_inner()
+            .runs
+            .iter()
+            .any(|r| r.stage == "measuring")
+        }
+    })
+    .await;
+}
+
 /// The database host a job is pinned to ("" until it is).
 async fn pinned(c: &mut ControlClient<Channel>, job: &str) -> String {
     c.get_job(GetJobRequest {
@@ -73,10 +93,13 @@ async fn jobs_spread_over_hosts_and_share_the_workers() {
     })
     .await;
     let mut c = lab.client().await;
-    // The first job is short; the other two still measure when the fourth gets its host.
-    let first = submit(&mut c, "first", 1, "3s").await;
+    // The first job holds its host and one worker, the second the other worker; the third
+    // waits for a worker (first come, first served: it gets the first's when that ends).
+    let first = submit(&mut c, "first", 1, "15s").await;
+    measuring(&c, &first).await;
     let second = submit(&mut c, "second", 1, "25s").await;
-    let third = submit(&mut c, "third", 1, "25s").await;
+    measuring(&c, &second).await;
+    let third = submit(&mut c, "third", 1, "20s").await;
     wait_until(Duration::from_secs(600), "three jobs pinned", || {
         let mut c = c.clone();
         let jobs = [first.clone(), second.clone(), third.clone()];

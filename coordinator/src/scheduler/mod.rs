@@ -220,6 +220,7 @@ impl Scheduler {
             self.make_builds(job_id, &spec, agent).await?;
             let accepted = self.check_settings(job_id, &spec, agent).await?;
             drop(guard);
+            self.placement.changed.notify_waiters();
             if !accepted {
                 return Ok(());
             }

@@ -28,6 +28,18 @@ pub(crate) struct Placement {
     hosts: Mutex<HashMap<String, HostUse>>,
     queue: Mutex<VecDeque<u64>>,
     next_ticket: AtomicU64,
+    /// Woken when a run leaves the workers' queue or frees its hosts, so the next in line
+    /// asks again at once instead of at its next poll.
+    pub(crate) changed: tokio::sync::Notify,
+}
+
+/// Wakes the waits of other runs when dropped (after the hosts a run held were freed).
+pub(crate) struct Freed(Arc<Placement>);
+
+impl Drop for Freed {
+    fn drop(&mut self) {
+        self.0.changed.notify_waiters();
+    }
 }
 
 #[derive(Default)]
@@ -59,6 +71,7 @@ pub(crate) struct Ticket {
 impl Drop for Ticket {
     fn drop(&mut self) {
         self.placement.queue().retain(|t| *t != self.id);
+        self.placement.changed.notify_waiters();
     }
 }
 
@@ -93,6 +106,12 @@ impl Placement {
             session: best,
             placement: self.clone(),
         })
+    }
+
+    /// A guard that wakes the other runs' waits when it drops: hold it longer than the
+    /// hosts a run holds.
+    pub(crate) fn freed_on_drop(self: &Arc<Self>) -> Freed {
+        Freed(self.clone())
     }
 
     /// Unfinished jobs pinned to `host_id` (what placement weighs).
@@ -143,6 +162,7 @@ impl Placement {
                 got.push((s.clone(), g));
                 if got.len() == n {
                     self.queue().retain(|t| *t != ticket.id);
+                    self.changed.notify_waiters();
                     return Ok(got);
                 }
             }

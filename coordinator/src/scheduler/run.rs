@@ -92,6 +92,8 @@ impl Scheduler {
             ..
         } = *job;
         let limit = spec.host_wait;
+        // Dropped last: the hosts this run holds are free by then.
+        let _freed = self.placement.freed_on_drop();
         let agent = match self
             .wait_for(job_id, limit, || {
                 self.registry

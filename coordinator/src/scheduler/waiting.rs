@@ -13,7 +13,8 @@ use blocklab_proto::Role;
 use blocklab_spec::{JobState, Stage};
 
 impl Scheduler {
-    /// Polls `find` until it yields, waking on host changes, for up to `limit`, or until the
+    /// Polls `find` until it yields, waking on host changes and whenever another run leaves
+    /// the workers' queue or frees its hosts, for up to `limit`, or until the
     /// job is cancelled. While `find` says why it still waits, that is the job's `waiting`
     /// reason (cleared when the wait ends).
     pub(crate) async fn wait_for<T>(
@@ -26,6 +27,10 @@ impl Scheduler {
         let mut cancelled = self.cancelled(job_id);
         let mut shown: Option<String> = None;
         let outcome = loop {
+            // Armed before asking, so a change between the answer and the wait is not missed.
+            let moved = self.placement.changed.notified();
+            tokio::pin!(moved);
+            moved.as_mut().enable();
             let reason = match find() {
                 Ok(found) => break Waited::Got(found),
                 Err(reason) => reason,
@@ -44,6 +49,7 @@ impl Scheduler {
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {}
                 _ = self.registry.changed.notified() => {}
+                _ = &mut moved => {}
                 _ = cancelled.changed() => {}
             }
         };

@@ -10,6 +10,8 @@
 #   bench/loadgen-vs-pgbench.sh                        # throwaway server (as $PG_USER)
 #   ROUNDS=3 SECONDS_PER_RUN=5 bench/loadgen-vs-pgbench.sh      # the short mode
 #   CONNINFO="host=... port=... user=... dbname=..." bench/loadgen-vs-pgbench.sh
+#   MODE=perf bench/loadgen-vs-pgbench.sh     # perf stat and the top of perf report of each
+#       # tool, select-only prepared, in each of PERF_CELLS ("8:1 1:1", clients:threads)
 #   MODE=rss RSS_CLIENTS=1000 RSS_SECONDS=600 bench/loadgen-vs-pgbench.sh
 #       # the worker's RSS at 1 minute and at the end of a long run (rate-limited by
 #       # RSS_RATE, 2000 tps, so the server keeps up with 1000 connections)
@@ -78,6 +80,28 @@ fi
 
 echo "initialising: pgbench -i -s $SCALE" >&2
 "$PGBENCH" -i -q -s "$SCALE" "$CONNINFO" >"$WORK/init.log" 2>&1 || { cat "$WORK/init.log" >&2; exit 1; }
+
+if [[ "$MODE" == perf ]]; then
+    need perf linux-perf
+    for cell in ${PERF_CELLS:-8:1 1:1}; do
+        c=${cell%%:*}
+        j=${cell##*:}
+        for tool in pgbench ours; do
+            if [[ $tool == pgbench ]]; then cmd=("$PGBENCH"); else cmd=("$OURS" bench); fi
+            args=(-n -S -M prepared -c "$c" -j "$j" -T 8 "$CONNINFO")
+            echo "== $tool -c $c -j $j, select-only prepared, 8 s"
+            perf stat -x, -e task-clock,user_time,system_time,context-switches -o "$WORK/stat" \
+                "${cmd[@]}" "${args[@]}" 2>&1 | grep -E '^(tps|number of transactions actually)'
+            grep -v '^#' "$WORK/stat" | grep -v '^$'
+            perf record -q -F 2000 -o "$WORK/perf.data" "${cmd[@]}" "${args[@]}" >/dev/null 2>&1
+            perf report -i "$WORK/perf.data" --no-children --sort dso --stdio 2>/dev/null \
+                | grep -v '^#' | grep -v '^$' | head -6 || true
+            perf report -i "$WORK/perf.data" --no-children --sort sym --stdio 2>/dev/null \
+                | grep -v '^#' | grep -v '^$' | head -15 || true
+        done
+    done
+    exit 0
+fi
 
 if [[ "$MODE" == rss ]]; then
     echo "load: $(uptime | sed 's/.*load average: //')"

@@ -11,6 +11,7 @@ pub struct Topology {
     subnet: String,
     pub dir: PathBuf,
     children: Vec<(String, Child)>,
+    roles: Vec<String>,
 }
 
 fn ip(args: &[&str]) {
@@ -30,6 +31,12 @@ impl Topology {
     /// Creates namespaces `<tag>c` (coordinator), `<tag>d` (database), `<tag>w` (worker) and
     /// `<tag>s` (switch), with addresses .1, .2, .3 in a private /24.
     pub fn new(dir: &Path) -> Self {
+        Self::with_hosts(dir, &["c", "d", "w"])
+    }
+
+    /// Creates one namespace per role (one letter each, `<tag><role>`, address .1, .2, ... in
+    /// role order) and the switch namespace joining them.
+    pub fn with_hosts(dir: &Path, roles: &[&str]) -> Self {
         let n = std::process::id() % 200 + 20;
         let tag = format!("bl{n}");
         let subnet = format!("10.213.{n}");
@@ -38,13 +45,14 @@ impl Topology {
             subnet,
             dir: dir.to_path_buf(),
             children: Vec::new(),
+            roles: roles.iter().map(|r| r.to_string()).collect(),
         };
         t.teardown_namespaces();
         let switch = format!("{tag}s");
         ip(&["netns", "add", &switch]);
         ip(&["-n", &switch, "link", "add", "br0", "type", "bridge"]);
         ip(&["-n", &switch, "link", "set", "br0", "up"]);
-        for (i, role) in ["c", "d", "w"].iter().enumerate() {
+        for (i, role) in roles.iter().enumerate() {
             let ns = format!("{tag}{role}");
             ip(&["netns", "add", &ns]);
             ip(&["-n", &ns, "link", "set", "lo", "up"]);
@@ -70,6 +78,15 @@ impl Topology {
     }
     pub fn worker_addr(&self) -> String {
         format!("{}.3", self.subnet)
+    }
+    /// The address of namespace `role`.
+    pub fn addr(&self, role: &str) -> String {
+        let i = self
+            .roles
+            .iter()
+            .position(|r| r == role)
+            .expect("a role of this topology");
+        format!("{}.{}", self.subnet, i + 1)
     }
     pub fn ns(&self, role: &str) -> String {
         format!("{}{role}", self.tag)
@@ -153,7 +170,7 @@ impl Topology {
     }
 
     fn teardown_namespaces(&self) {
-        for role in ["c", "d", "w", "s"] {
+        for role in self.roles.iter().map(String::as_str).chain(["s"]) {
             let _ = Command::new("ip")
                 .args(["netns", "del", &self.ns(role)])
                 .stdin(Stdio::null())

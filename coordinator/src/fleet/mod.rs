@@ -3,7 +3,7 @@
 //! to its host id and role) is decided in `identity.rs`, at hello and again for every live
 //! session each time the credentials are re-read (`Registry::enforce`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -172,10 +172,16 @@ impl HostSession {
     }
 
     pub fn since_seen(&self) -> Duration {
-        self.last_seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .elapsed()
+        self.since_seen_at(Instant::now())
+    }
+
+    fn since_seen_at(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(
+            *self
+                .last_seen
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     fn deliver(&self, result: TaskResult) {
@@ -229,7 +235,8 @@ pub enum Progress {
 
 /// Every attached host, shared by the Fleet service, the scheduler and Control.
 pub struct Registry {
-    sessions: Mutex<HashMap<String, Arc<HostSession>>>,
+    /// By host id, so `up()` lists them in order without sorting.
+    sessions: Mutex<BTreeMap<String, Arc<HostSession>>>,
     next_generation: Mutex<u64>,
     pub liveness: Liveness,
     pub changed: tokio::sync::Notify,
@@ -241,7 +248,7 @@ pub struct Registry {
 impl Registry {
     pub fn new(liveness: Liveness) -> Arc<Self> {
         Arc::new(Self {
-            sessions: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(BTreeMap::new()),
             next_generation: Mutex::new(0),
             liveness,
             changed: tokio::sync::Notify::new(),
@@ -258,23 +265,22 @@ impl Registry {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<HostSession>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Arc<HostSession>>> {
         self.sessions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Hosts that are attached and heartbeating.
+    /// The sessions heard from within the heartbeat timeout, by host id.
     pub fn up(&self) -> Vec<Arc<HostSession>> {
         let timeout = self.liveness.heartbeat_timeout;
-        let mut v: Vec<_> = self
-            .lock()
+        let now = Instant::now();
+        self.lock()
             .values()
-            .filter(|s| s.since_seen() <= timeout)
+            .filter(|s| s.since_seen_at(now) <= timeout)
             .cloned()
-            .collect();
-        v.sort_by(|a, b| a.host_id.cmp(&b.host_id));
-        v
+            .collect()
     }
 
     pub fn get(&self, host_id: &str) -> Option<Arc<HostSession>> {

@@ -332,7 +332,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Results { job_id, opts } => {
             let format = cli::Format::parse(&opts.format)?;
             let mut client = connect().await?;
-            if let Some(probe) = cli::probe_results_if_probe(&mut client, &job_id).await? {
+            if let Some(probe) = cli::probe_results_if_probe(&mut client, &job_id, format).await? {
                 println!("{probe}");
                 return Ok(ExitCode::SUCCESS);
             }
@@ -403,7 +403,7 @@ async fn finish_watch(client: &mut ControlClient, job_id: &str) -> anyhow::Resul
     };
     // The job's state, parsed from the wire once.
     let done = last.is_some_and(|j| j.state.parse::<JobState>().ok() == Some(JobState::Done));
-    if let Some(probe) = cli::probe_results_if_probe(client, job_id).await? {
+    if let Some(probe) = cli::probe_results_if_probe(client, job_id, cli::Format::Table).await? {
         println!("{probe}");
         return Ok(if done {
             ExitCode::SUCCESS

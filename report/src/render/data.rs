@@ -103,7 +103,7 @@ pub fn cell_json(c: &CellResult) -> Value {
     v
 }
 
-pub(super) fn csv_field(v: &str) -> String {
+pub fn csv_field(v: &str) -> String {
     if v.contains([',', '"', '\n']) {
         format!("\"{}\"", v.replace('"', "\"\""))
     } else {

@@ -12,7 +12,7 @@ mod own;
 mod scaling;
 mod table;
 
-pub use data::cell_json;
+pub use data::{cell_json, csv_field};
 pub use metrics::{metric_rows, metric_table};
 pub use own::{own_json, own_tables};
 pub use scaling::{KNEE_RULE, scaling_json, scaling_text};
@@ -44,7 +44,8 @@ impl Format {
     }
 }
 
-fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
+/// A markdown pipe table (`|` in a value escaped).
+pub fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
     let esc = |s: &String| s.replace('|', "\\|");
     let mut out = format!(
         "| {} |\n",

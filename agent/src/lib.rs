@@ -6,6 +6,7 @@ pub mod build;
 pub mod cache;
 pub mod cluster;
 pub mod conf;
+pub mod diskio;
 pub mod doctor;
 pub mod error;
 pub mod facts;

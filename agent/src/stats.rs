@@ -4,7 +4,8 @@
 //! Keys: `db.<column>` (pg_stat_database of the bench database), `bgwriter.<column>`
 //! (pg_stat_bgwriter), `checkpointer.<column>` (pg_stat_checkpointer, PostgreSQL 17+),
 //! `wal.<column>` (pg_stat_wal, 14+), `wal_lsn_bytes` (pg_current_wal_lsn() - '0/0'),
-//! `database_size_bytes`. Only numeric columns are kept (timestamps are not counters).
+//! `database_size_bytes`, `disk_write_bytes` (the kernel's count of bytes written to the block
+//! devices under the data and WAL directories, `diskio.rs`). Only numeric columns are kept (timestamps are not counters).
 
 use std::time::Duration;
 
@@ -94,7 +95,14 @@ async fn take(c: &Cluster, checkpoint_first: bool, settle: bool) -> Result<Snaps
     .await;
     drop(client);
     conn.abort();
-    let (stats, postmaster_start_time) = res?;
+    let (mut stats, postmaster_start_time) = res?;
+    let wal = c
+        .wal_dir
+        .clone()
+        .unwrap_or_else(|| c.data_dir.join("pg_wal"));
+    if let Some(bytes) = crate::diskio::bytes_written(&[&c.data_dir, &wal]) {
+        stats.insert("disk_write_bytes".into(), Value::from(bytes));
+    }
     Ok(Snapshot {
         stats,
         postmaster_start_time,

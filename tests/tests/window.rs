@@ -259,8 +259,15 @@ async fn forced_checkpoints_show_in_the_window_and_cost_wal_per_transaction() {
         let c = metric(&db, run, "checkpoints_in_window").await;
         let wal = metric(&db, run, "wal_bytes_per_txn").await;
         let fpi = metric(&db, run, "fpi_bytes_per_txn").await;
+        // The kernel's count of bytes written to the data directory's disk: at least the WAL
+        // the window's commits flushed (each fsync writes whole pages).
+        let disk = metric(&db, run, "disk_write_bytes_per_txn").await;
+        assert!(
+            disk >= 0.9 * wal,
+            "{variant}: {disk:.0} B/txn written to disk, {wal:.0} B/txn of WAL"
+        );
         eprintln!(
-            "{variant}: {txns} transactions, {c} checkpoints, {wal:.0} B/txn WAL, {fpi:.0} B/txn FPI ({source:?}), suspect {suspect}"
+            "{variant}: {txns} transactions, {c} checkpoints, {wal:.0} B/txn WAL, {fpi:.0} B/txn FPI ({source:?}), {disk:.0} B/txn to disk, suspect {suspect}"
         );
         per_cell.push((
             variant.to_string(),
@@ -318,6 +325,8 @@ async fn forced_checkpoints_show_in_the_window_and_cost_wal_per_transaction() {
         "checkpoints_in_window",
         "wal_bytes_per_txn",
         "fpi_bytes_per_txn",
+        "disk_write_bytes_per_txn",
+        "disk_write_bytes",
     ] {
         assert!(per_txn.contains(&m), "{m} in {per_txn:?}");
     }

@@ -164,9 +164,16 @@ pub fn as3ap_mix(mix: &str, r: &LoadResult) -> Vec<Metric> {
 }
 
 /// What the WAL of one window cost per transaction: WAL bytes (the LSN distance), full-page
-/// image bytes, and the checkpoints the window held. Without transactions only the
-/// checkpoint count is meaningful.
-pub fn wal(wal_bytes: u64, fpi_bytes: f64, checkpoints: f64, transactions: u64) -> Vec<Metric> {
+/// image bytes, the bytes the disks under the data and WAL directories were asked to write
+/// (when the agent could read them), and the checkpoints the window held. Without
+/// transactions only the checkpoint count is meaningful.
+pub fn wal(
+    wal_bytes: u64,
+    fpi_bytes: f64,
+    disk_bytes: Option<f64>,
+    checkpoints: f64,
+    transactions: u64,
+) -> Vec<Metric> {
     let mut out = Vec::new();
     if transactions > 0 {
         let per = |v: f64| v / transactions as f64;
@@ -177,6 +184,12 @@ pub fn wal(wal_bytes: u64, fpi_bytes: f64, checkpoints: f64, transactions: u64) 
             false,
         ));
         out.push(metric("fpi_bytes_per_txn", per(fpi_bytes), "B/txn", false));
+        if let Some(d) = disk_bytes {
+            out.push(metric("disk_write_bytes_per_txn", per(d), "B/txn", false));
+        }
+    }
+    if let Some(d) = disk_bytes {
+        out.push(metric("disk_write_bytes", d, "bytes", false));
     }
     out.push(metric("checkpoints_in_window", checkpoints, "count", false));
     out
@@ -321,14 +334,17 @@ mod tests {
 
     #[test]
     fn wal_costs_are_per_transaction_of_the_window() {
-        let m = wal(8_000_000, 2_000_000.0, 2.0, 4000);
+        let m = wal(8_000_000, 2_000_000.0, Some(12_000_000.0), 2.0, 4000);
         let get = |n: &str| m.iter().find(|x| x.name == n).unwrap();
         assert_eq!(get("wal_bytes_per_txn").value, 2000.0);
         assert_eq!(get("wal_bytes_per_txn").unit, "B/txn");
         assert_eq!(get("fpi_bytes_per_txn").value, 500.0);
         assert!(!get("fpi_bytes_per_txn").higher_is_better);
         assert_eq!(get("checkpoints_in_window").value, 2.0);
-        let none = wal(100, 0.0, 0.0, 0);
+        assert_eq!(get("disk_write_bytes_per_txn").value, 3000.0);
+        assert_eq!(get("disk_write_bytes").value, 12_000_000.0);
+        assert_eq!(get("disk_write_bytes").unit, "bytes");
+        let none = wal(100, 0.0, None, 0.0, 0);
         assert_eq!(none.len(), 1);
         assert_eq!(none[0].name, "checkpoints_in_window");
     }

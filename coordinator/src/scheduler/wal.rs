@@ -17,8 +17,9 @@ use blocklab_spec::Stage;
 const WAL_STATS_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 impl Scheduler {
-    /// `wal_bytes_per_txn`, `fpi_bytes_per_txn` and `checkpoints_in_window` of a window of
-    /// `transactions`; records where the FPI bytes came from.
+    /// `wal_bytes_per_txn`, `fpi_bytes_per_txn`, `disk_write_bytes(_per_txn)` and
+    /// `checkpoints_in_window` of a window of `transactions`; records where the FPI bytes came
+    /// from.
     pub(crate) async fn wal_metrics(
         &self,
         ctx: &RunCtx<'_>,
@@ -68,9 +69,15 @@ impl Scheduler {
                 .await
                 .map_err(unrecorded(Stage::Collecting))?;
         }
+        let disk_bytes = w
+            .stats
+            .iter()
+            .find(|(n, _)| n == "disk_write_bytes")
+            .map(|(_, v)| *v);
         Ok(wm::wal(
             wal_bytes,
             fpi_bytes,
+            disk_bytes,
             checkpoints(&w.stats),
             transactions,
         ))

@@ -44,7 +44,8 @@ extra_metrics() {
     000-*) echo "mixed_oltp.tup_per_s as3ap.single_user_s mixed_ir.cross_section_s mixed_oltp.cross_section_s" ;;
     002-*) echo "maint.restore maint.vacuum_analyze maint.count_warm" ;;
     004-*) echo "tps_incl_conn" ;;
-    005-*) echo "wal_bytes_per_txn" ;;
+    001-*) echo "wal_bytes_per_txn disk_write_bytes_per_txn" ;;
+    005-*) echo "wal_bytes_per_txn disk_write_bytes_per_txn" ;;
   esac
 }
 
@@ -78,10 +79,8 @@ for spec in "${specs[@]}"; do
     echo "## Results"
     echo
     if grep -q '^kind = "probe"' "$spec"; then
-      # A probe job's results are one table of their own, printed as text.
-      echo '```'
-      "$bin/blocklab" results "$job"
-      echo '```'
+      # A probe job's results are one table of their own.
+      "$bin/blocklab" results "$job" --format markdown
     else
       "$bin/blocklab" results "$job" --format markdown
       for metric in $(extra_metrics "$name"); do

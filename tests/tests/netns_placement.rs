@@ -192,12 +192,13 @@ async fn jobs_spread_over_namespaced_hosts_and_share_the_workers() {
     lab.wait_until("five hosts to attach", hosts_up).await;
 
     // The first job holds its host and one worker, the second the other worker; the third
-    // waits for a worker, first come, first served.
-    let first = lab.submit("first", 1, "15s");
+    // waits for a worker, first come, first served. The first measures long enough for the
+    // second to prepare and for the fourth to be pinned while it still holds its host.
+    let first = lab.submit("first", 1, "30s");
     lab.measuring(&first).await;
-    let second = lab.submit("second", 1, "25s");
+    let second = lab.submit("second", 1, "30s");
     lab.measuring(&second).await;
-    let third = lab.submit("third", 1, "20s");
+    let third = lab.submit("third", 1, "10s");
     let jobs = [first.clone(), second.clone(), third.clone()];
     lab.wait_until("three jobs pinned", async |lab| {
         for j in &jobs {

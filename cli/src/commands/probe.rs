@@ -62,31 +62,12 @@ const HEADER: [&str; 8] = [
 /// A probe job's results as a table, markdown, CSV or JSON (one object per row, numbers as
 /// numbers; write latencies only for `write-fdatasync`, as the table shows them).
 pub fn render_probe(r: &ProbeResultsResponse, format: Format) -> String {
-    if format == Format::Json {
-        let rows: Vec<serde_json::Value> = r
-            .rows
-            .iter()
-            .map(|row| {
-                let write = row.mode == "write-fdatasync";
-                serde_json::json!({
-                    "target": row.target,
-                    "mode": row.mode,
-                    "chunk_bytes": row.chunk_bytes,
-                    "mb_per_s": row.mb_per_s,
-                    "system_cpu_s": row.system_cpu_s,
-                    "latency_avg_us": write.then_some(row.latency_avg_us),
-                    "latency_p99_us": write.then_some(row.latency_p99_us),
-                    "runs": row.runs,
-                })
-            })
-            .collect();
-        let doc = serde_json::json!({ "db_host_id": r.db_host_id, "rows": rows });
-        return serde_json::to_string_pretty(&doc).unwrap_or_default();
-    }
-    let rows: Vec<Vec<String>> = r.rows.iter().map(probe_row).collect();
+    let rows = || r.rows.iter().map(probe_row);
     match format {
+        Format::Json => probe_json(r),
         Format::Markdown => {
             let header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
+            let rows: Vec<Vec<String>> = rows().collect();
             format!(
                 "I/O probe on {}\n\n{}",
                 r.db_host_id,
@@ -95,7 +76,7 @@ pub fn render_probe(r: &ProbeResultsResponse, format: Format) -> String {
         }
         Format::Csv => {
             let mut out = format!("db_host_id,{}\n", HEADER.join(","));
-            for row in &rows {
+            for row in rows() {
                 let fields: Vec<String> = row.iter().map(|f| csv_field(f)).collect();
                 out.push_str(&format!(
                     "{},{}\n",
@@ -105,14 +86,36 @@ pub fn render_probe(r: &ProbeResultsResponse, format: Format) -> String {
             }
             out
         }
-        Format::Table | Format::Json => {
+        Format::Table => {
             let mut t = table(&HEADER);
-            for row in rows {
+            for row in rows() {
                 t.add_row(row);
             }
             format!("I/O probe on {}\n{t}", r.db_host_id)
         }
     }
+}
+
+fn probe_json(r: &ProbeResultsResponse) -> String {
+    let rows: Vec<serde_json::Value> = r
+        .rows
+        .iter()
+        .map(|row| {
+            let write = row.mode == "write-fdatasync";
+            serde_json::json!({
+                "target": row.target,
+                "mode": row.mode,
+                "chunk_bytes": row.chunk_bytes,
+                "mb_per_s": row.mb_per_s,
+                "system_cpu_s": row.system_cpu_s,
+                "latency_avg_us": write.then_some(row.latency_avg_us),
+                "latency_p99_us": write.then_some(row.latency_p99_us),
+                "runs": row.runs,
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({ "db_host_id": r.db_host_id, "rows": rows });
+    serde_json::to_string_pretty(&doc).unwrap_or_default()
 }
 
 fn probe_row(row: &blocklab_proto::v1::ProbeSummary) -> Vec<String> {

@@ -30,6 +30,36 @@ pub struct Fixture {
     pub job_b: String,
 }
 
+/// A 5 s window at `t` tps, its latencies in proportion (the samples flat at `t`).
+pub fn measured(t: f64) -> LoadResult {
+    LoadResult {
+        transactions: (t * 5.0) as u64,
+        tps_including_connections: t * 0.99,
+        tps_excluding_connections: t,
+        latency_avg_ms: 4000.0 / t,
+        latency_p50_ms: 3900.0 / t,
+        latency_p90_ms: 5000.0 / t,
+        latency_p99_ms: 8000.0 / t,
+        latency_p999_ms: 9000.0 / t,
+        latency_max_ms: 20.0,
+        measured_seconds: 5.0,
+        samples: samples(t, |_| t as u64),
+        ..Default::default()
+    }
+}
+
+/// Five per-second samples at latency 4000/t ms, `transactions(second)` each.
+pub fn samples(t: f64, transactions: impl Fn(u32) -> u64) -> Vec<Sample> {
+    (1..=5u32)
+        .map(|s| Sample {
+            second: s,
+            transactions: transactions(s),
+            latency_avg_ms: 4000.0 / t,
+            failures: 0,
+        })
+        .collect()
+}
+
 fn host(id: &str, role: &str, facts: &str) -> HostRecord {
     HostRecord {
         host_id: id.into(),
@@ -102,24 +132,7 @@ async fn job(
                 .expect("server");
             let t = tps[rep];
             let result = LoadResult {
-                transactions: (t * 5.0) as u64,
-                tps_including_connections: t * 0.99,
-                tps_excluding_connections: t,
-                latency_avg_ms: 4000.0 / t,
-                latency_p50_ms: 3900.0 / t,
-                latency_p90_ms: 5000.0 / t,
-                latency_p99_ms: 8000.0 / t,
-                latency_p999_ms: 9000.0 / t,
-                latency_max_ms: 20.0,
-                measured_seconds: 5.0,
-                samples: (1..=5u32)
-                    .map(|s| Sample {
-                        second: s,
-                        transactions: (t + f64::from(s) * 3.0 - 9.0) as u64,
-                        latency_avg_ms: 4000.0 / t,
-                        failures: 0,
-                    })
-                    .collect(),
+                samples: samples(t, |s| (t + f64::from(s) * 3.0 - 9.0) as u64),
                 // Own-workload figures: repetition r (1-based) lags r/2 ms on average.
                 schedule_lag_avg_ms: 0.5 * (rep + 1) as f64,
                 schedule_lag_max_ms: 10.0 * (rep + 1) as f64,
@@ -134,7 +147,7 @@ async fn job(
                     latency_sum_ms: 10.0 * ((rep + 1) * (rep + 1)) as f64,
                     failures: 0,
                 }],
-                ..Default::default()
+                ..measured(t)
             };
             assert!(
                 f.catalog

@@ -3,7 +3,6 @@
 //! another PostgreSQL version a page-size job and its rerun.
 
 use blocklab_coordinator::catalog::{HostRecord, ServerRecord};
-use blocklab_coordinator::load::{LoadResult, Sample};
 
 use super::fixture::{self, Fixture};
 
@@ -77,28 +76,7 @@ async fn job(
                 .record_server(&run_id, attempt, &server)
                 .await
                 .expect("server");
-            let t = tps[rep];
-            let result = LoadResult {
-                transactions: (t * 5.0) as u64,
-                tps_including_connections: t * 0.99,
-                tps_excluding_connections: t,
-                latency_avg_ms: 4000.0 / t,
-                latency_p50_ms: 3900.0 / t,
-                latency_p90_ms: 5000.0 / t,
-                latency_p99_ms: 8000.0 / t,
-                latency_p999_ms: 9000.0 / t,
-                latency_max_ms: 20.0,
-                measured_seconds: 5.0,
-                samples: (1..=5u32)
-                    .map(|s| Sample {
-                        second: s,
-                        transactions: t as u64,
-                        latency_avg_ms: 4000.0 / t,
-                        failures: 0,
-                    })
-                    .collect(),
-                ..Default::default()
-            };
+            let result = fixture::measured(tps[rep]);
             assert!(
                 f.catalog
                     .finish_run(&run_id, attempt, &result)

@@ -112,6 +112,10 @@ pub struct MakeMeter {
 /// Below this share done, a first build's pace says too little for an ETA.
 const PACE_MIN_FRACTION: f64 = 0.05;
 
+/// From this share done on, the ETA is the build's own pace alone; below it, the pace is
+/// weighed against the earlier durations in proportion to the share done.
+const PACE_ONLY_FRACTION: f64 = 0.2;
+
 impl MakeMeter {
     /// The meter for a source with `history` (if any) and the tree at `tree`.
     pub fn new(history: Option<&History>, tree: &Path) -> Self {
@@ -133,14 +137,21 @@ impl MakeMeter {
     }
 
     /// Percent done (below 100 while `make` runs) and seconds left, after `elapsed` seconds
-    /// with `done` objects compiled. The ETA is the earlier duration's remaining share, or,
-    /// without earlier builds, the pace so far once 5% are done.
+    /// with `done` objects compiled. The ETA starts as the earlier durations' remaining share
+    /// and moves to this build's pace as it gets going (fully at 20% done), so that a build on
+    /// a machine busier or quieter than last time still reads true; without earlier builds it
+    /// is the pace alone, once 5% are done.
     pub fn reading(&self, done: u64, elapsed: f64) -> (f64, Option<u64>) {
         let fraction = (done as f64 / self.expected_objects as f64).clamp(0.0, 0.99);
-        let eta = match self.earlier_seconds {
-            Some(total) => Some(total * (1.0 - fraction)),
-            None if fraction >= PACE_MIN_FRACTION => Some(elapsed * (1.0 - fraction) / fraction),
-            None => None,
+        let pace = (fraction > 0.0).then(|| elapsed * (1.0 - fraction) / fraction);
+        let eta = match (self.earlier_seconds, pace) {
+            (Some(total), Some(pace)) => {
+                let w = (fraction / PACE_ONLY_FRACTION).min(1.0);
+                Some(total * (1.0 - fraction) * (1.0 - w) + pace * w)
+            }
+            (Some(total), None) => Some(total * (1.0 - fraction)),
+            (None, Some(pace)) if fraction >= PACE_MIN_FRACTION => Some(pace),
+            (None, _) => None,
         };
         (fraction * 100.0, eta.map(|s| s.max(0.0).round() as u64))
     }
@@ -165,7 +176,14 @@ mod tests {
                 earlier_seconds: Some(120.0),
             }
         );
-        assert_eq!(m.reading(430, 50.0), (43.0, Some(68)));
+        // Nothing compiled yet: the earlier durations alone.
+        assert_eq!(m.reading(0, 5.0), (0.0, Some(120)));
+        // 10% done in 30 s: half the earlier remainder (108 s), half the pace (270 s).
+        assert_eq!(m.reading(100, 30.0), (10.0, Some(189)));
+        // Past 20%, the pace alone: 43% in 50 s leaves 66 s, not the earlier 68.
+        assert_eq!(m.reading(430, 50.0), (43.0, Some(66)));
+        // Four times faster than last time: 25% in 7.5 s leaves 22.5 s, not 90.
+        assert_eq!(m.reading(250, 7.5), (25.0, Some(23)));
         // More objects than last time: held below 100 while make runs.
         assert_eq!(m.reading(1200, 130.0), (99.0, Some(1)));
     }

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Installs what blocklab's demo and tests need on Debian, idempotently:
-#   - apt packages: what the demo needs (the compiler toolchain for PostgreSQL, ccache so
-#     that a build at a second page size recompiles only what the page size changes, bzip2,
+#   - apt packages: what the demo needs (the compiler toolchain for PostgreSQL, bzip2,
 #     sqlite3, dpkg-dev for the source download) and, unless BLOCKLAB_SETUP_FOR=demo (set by
 #     deploy/demo.sh), what only the tests need (iproute2 for network namespaces, Debian's
 #     PostgreSQL 15 binaries, chromium for the dashboard test in headless mode, curl, time)
@@ -22,7 +21,7 @@ if [ "$(id -u)" -ne 0 ]; then
   SUDO="sudo"
 fi
 
-pkgs=(build-essential ccache pkg-config libreadline-dev zlib1g-dev bzip2 ca-certificates sqlite3 procps dpkg-dev)
+pkgs=(build-essential pkg-config libreadline-dev zlib1g-dev bzip2 ca-certificates sqlite3 procps dpkg-dev)
 case "${BLOCKLAB_SETUP_FOR:-test}" in
   demo) ;;
   test) pkgs+=(iproute2 time postgresql-15 postgresql-client-15 chromium curl) ;;

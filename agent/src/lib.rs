@@ -66,8 +66,6 @@ pub struct AgentConfig {
     /// Inclusive.
     pub port_range: (u16, u16),
     pub make_jobs: usize,
-    /// Whether builds compile through ccache (`--compiler-cache`).
-    pub compiler_cache: build::CompilerCacheMode,
     /// Used until the coordinator's welcome says otherwise.
     pub heartbeat_interval: Duration,
     /// CA to verify the coordinator's certificate (`--ca-cert`); `None` = plain http.
@@ -95,7 +93,6 @@ impl AgentConfig {
             make_jobs: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2),
-            compiler_cache: build::CompilerCacheMode::Auto,
             heartbeat_interval: Duration::from_secs(2),
             tls: None,
             token: None,

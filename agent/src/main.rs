@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use blocklab_agent::build::CompilerCacheMode;
 use blocklab_agent::{AgentConfig, serve};
 use blocklab_daemon::security::{ClientTls, FLEET_TOKEN_ENV, resolve_token};
 
@@ -52,9 +51,6 @@ struct Args {
     /// Parallel make jobs (default: number of cores).
     #[arg(long, env = "BLOCKLAB_MAKE_JOBS")]
     make_jobs: Option<usize>,
-    /// Compile PostgreSQL through ccache: auto (when installed) or off.
-    #[arg(long, env = "BLOCKLAB_COMPILER_CACHE", value_enum, default_value_t = CompilerCacheMode::Auto)]
-    compiler_cache: CompilerCacheMode,
     /// CA certificate (PEM) to verify the coordinator's TLS certificate; turns on https.
     #[arg(long, env = "BLOCKLAB_CA_CERT")]
     ca_cert: Option<PathBuf>,
@@ -161,7 +157,6 @@ async fn main() -> anyhow::Result<()> {
     if let Some(j) = args.make_jobs {
         config.make_jobs = j.max(1);
     }
-    config.compiler_cache = args.compiler_cache;
     if let Some(ca) = &args.ca_cert {
         config.tls = Some(ClientTls::from_ca_file("--ca-cert", ca)?);
     }

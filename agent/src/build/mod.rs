@@ -21,10 +21,8 @@ use crate::fsutil::{create_dir_0755, lock_file, lock_file_shared, make_world_rea
 use crate::options::{BuildSpec, cache_key, major_version};
 use crate::process::{Cmd, RunAs};
 use crate::users::own_dir;
-pub use ccache::{CompilerCache, CompilerCacheMode};
 use source::{SourceTree, prepare};
 
-pub mod ccache;
 pub mod progress;
 pub mod source;
 
@@ -98,8 +96,6 @@ pub struct BuildCache {
     /// Who unpacks, configures, makes and installs (the PostgreSQL user).
     run_as: RunAs,
     compiler: OnceCell<String>,
-    /// ccache for the compilations, when installed and allowed.
-    compiler_cache: Option<CompilerCache>,
 }
 
 impl BuildCache {
@@ -113,15 +109,7 @@ impl BuildCache {
             make_jobs: make_jobs.clamp(1, cores),
             run_as,
             compiler: OnceCell::new(),
-            compiler_cache: None,
         }
-    }
-
-    /// Builds compile through ccache when `mode` allows and it is installed (see
-    /// [`ccache`]).
-    pub fn with_compiler_cache(mut self, mode: CompilerCacheMode) -> Self {
-        self.compiler_cache = CompilerCache::detect(&self.root, mode);
-        self
     }
 
     pub fn root(&self) -> &Path {
@@ -183,7 +171,7 @@ impl BuildCache {
             p.stage(blocklab_spec::Stage::Building, &format!("building {key}"))
                 .await;
         }
-        tracing::info!(key = %key, jobs = self.make_jobs, source = %spec.source.describe(), compiler_cache = ?self.compiler_cache.as_ref().map(|c| c.dir()), "building postgresql");
+        tracing::info!(key = %key, jobs = self.make_jobs, source = %spec.source.describe(), "building postgresql");
         let started = Instant::now();
         let outcome = self.build(spec, &tree, &key, &prefix, old, progress).await;
         if let Err(e) = outcome {
@@ -271,18 +259,10 @@ impl BuildCache {
         if !spec.cflags.is_empty() {
             configure = configure.arg(format!("CFLAGS={}", spec.cflags.join(" ")));
         }
-        if let Some(cc) = &self.compiler_cache {
-            own_dir(cc.dir(), &self.run_as)?;
-        }
         let as_builder = |c: Cmd| {
-            let c = c
-                .cwd(scratch)
+            c.cwd(scratch)
                 .env("HOME", &scratch.to_string_lossy())
-                .run_as(Some(&self.run_as));
-            match &self.compiler_cache {
-                Some(cc) => cc.apply(c),
-                None => c,
-            }
+                .run_as(Some(&self.run_as))
         };
         as_builder(configure)
             .run_logged(&logs.join("configure.log"))

@@ -89,8 +89,7 @@ impl AgentHandler {
             tracing::info!(dir = %config.build_cache.display(), entries = moved, user = %run_as.name, "build cache given to the postgresql user");
         }
         Ok(Self {
-            cache: BuildCache::new(config.build_cache.clone(), config.make_jobs, run_as.clone())
-                .with_compiler_cache(config.compiler_cache),
+            cache: BuildCache::new(config.build_cache.clone(), config.make_jobs, run_as.clone()),
             config,
             run_as,
             listen,

@@ -303,6 +303,15 @@ impl Lab {
     }
 }
 
+/// The job id in `blocklab submit`'s output ("submitted job <id> ...").
+pub fn submitted_job_id(stdout: &str) -> String {
+    stdout
+        .split_whitespace()
+        .nth(2)
+        .expect("submitted job <id>")
+        .to_string()
+}
+
 /// Polls `check` until it returns true or `timeout` passes (then panics naming `what`).
 pub async fn wait_until<F, Fut>(timeout: Duration, what: &str, mut check: F)
 where

@@ -169,6 +169,14 @@ impl Topology {
         String::from_utf8_lossy(&out.stdout).to_string()
     }
 
+    /// Writes `spec` to `dir/<name>.toml`, submits it with the CLI from the coordinator's
+    /// namespace and returns the job id.
+    pub fn submit(&self, binary: &Path, name: &str, spec: &str) -> String {
+        let path = self.dir.join(format!("{name}.toml"));
+        std::fs::write(&path, spec).expect("spec");
+        crate::submitted_job_id(&self.cli(binary, &["submit", path.to_str().expect("path")]))
+    }
+
     fn teardown_namespaces(&self) {
         for role in self.roles.iter().map(String::as_str).chain(["s"]) {
             let _ = Command::new("ip")

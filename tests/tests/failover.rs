@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use blocklab_proto::v1::control_client::ControlClient;
 use blocklab_proto::v1::{GetLeaderRequest, GetLeaderResponse, ListJobsRequest, SubmitJobRequest};
-use blocklab_tests::{binary, build_cache, pg_tarball, pg_user};
+use blocklab_tests::{binary, build_cache, pg_tarball, pg_user, submitted_job_id};
 use sqlx::{AnyPool, Row};
 
 const LEASE_TTL: Duration = Duration::from_secs(3);
@@ -168,11 +168,7 @@ fn submit(coordinators: &str, spec: &Path) -> String {
         "submit: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .nth(2)
-        .expect("submitted job <id>")
-        .to_string()
+    submitted_job_id(&String::from_utf8_lossy(&out.stdout))
 }
 
 async fn first_run_measuring(db: &AnyPool, job: &str, dir: &Path) {

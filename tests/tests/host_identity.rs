@@ -11,7 +11,7 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use blocklab_tests::netns::Topology;
-use blocklab_tests::{binary, build_cache, pg_user};
+use blocklab_tests::{binary, build_cache, pg_user, submitted_job_id};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -315,11 +315,7 @@ fn hosts_prove_who_they_are_and_tokens_do_only_their_job() {
     });
     let out = lab.cli(&submit_file, &["submit", &spec_arg]);
     assert!(out.status.success(), "{}", text(&out));
-    let job_id = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .nth(2)
-        .expect("submitted job <id>")
-        .to_string();
+    let job_id = submitted_job_id(&String::from_utf8_lossy(&out.stdout));
     let before = lab.counts();
     let out = lab.cli(&read_file, &["submit", &spec_arg]);
     assert!(!out.status.success());

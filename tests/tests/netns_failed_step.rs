@@ -127,14 +127,7 @@ client_workers = 2
 "#,
         pg_tarball().display()
     );
-    let path = dir.join("spec.toml");
-    std::fs::write(&path, spec).expect("spec");
-    let out = topo.cli(&cli, &["submit", path.to_str().expect("path")]);
-    let job = out
-        .split_whitespace()
-        .nth(2)
-        .expect("submitted job <id>")
-        .to_string();
+    let job = topo.submit(&cli, "spec", &spec);
 
     let db = loop {
         if let Ok(db) =

@@ -107,15 +107,7 @@ duration = "5s"
 "#,
             pg_tarball().display()
         );
-        let path = self.topo.dir.join(format!("{name}.toml"));
-        std::fs::write(&path, spec).expect("spec");
-        let out = self
-            .topo
-            .cli(&self.cli, &["submit", path.to_str().expect("path")]);
-        out.split_whitespace()
-            .nth(2)
-            .expect("submitted job <id>")
-            .to_string()
+        self.topo.submit(&self.cli, name, &spec)
     }
 
     /// (sequence, state, stage, attempt) of each run.

@@ -13,14 +13,14 @@ pub mod access;
 pub mod catalog;
 pub mod control;
 pub mod dashboard;
+pub mod enrollment;
 pub mod error;
 pub mod fleet;
 pub mod fuzzing;
-pub mod hosts;
 pub mod leader;
 pub mod listen;
 pub mod load;
-pub mod metrics;
+pub mod prometheus;
 pub mod results;
 pub mod scheduler;
 

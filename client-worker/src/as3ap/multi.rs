@@ -14,11 +14,11 @@ use tokio::sync::oneshot;
 use crate::conn::Target;
 use crate::cpu::CpuTimes;
 use crate::engine::control::LoadControl;
+use crate::engine::pgwire::query::{self, Rows};
+use crate::engine::pgwire::request::Template;
+use crate::engine::pgwire::{Conn, SqlError, startup};
 use crate::engine::stats::{ClientStats, SharedSeries};
 use crate::engine::window::{WindowFacts, WindowOutcome, WindowParams};
-use crate::engine::wire::query::{self, Rows};
-use crate::engine::wire::request::Template;
-use crate::engine::wire::{Conn, SqlError, startup};
 use crate::error::WorkerError;
 use blocklab_script::Protocol;
 use blocklab_script::prng::PgPrng;
@@ -28,7 +28,7 @@ use super::mix::Mix;
 use super::result::result;
 use crate::engine::live::report_live;
 
-/// One user's connection (the load engine's own, `engine::wire`), the query's frames
+/// One user's connection (the load engine's own, `engine::pgwire`), the query's frames
 /// under the extended and prepared protocols, and its random stream.
 struct User {
     conn: Conn,

@@ -1,11 +1,11 @@
-//! One benchmark client's connection on the engine's own wire path ([`crate::engine::wire`]):
+//! One benchmark client's connection on the engine's own wire path ([`crate::engine::pgwire`]):
 //! prepared statements, and sending one SQL command of a script under the chosen protocol.
 //! Parameters go as text with server-inferred types and results come back as text, as
 //! pgbench's libpq sends and receives them.
 
+use crate::engine::pgwire::request::{Template, read_reply, simple};
+use crate::engine::pgwire::{Conn, SqlError, startup};
 use crate::engine::plan::Plan;
-use crate::engine::wire::request::{Template, read_reply, simple};
-use crate::engine::wire::{Conn, SqlError, startup};
 use crate::error::WorkerError;
 use blocklab_script::builtin::Protocol;
 use blocklab_script::parse::Command;
@@ -14,7 +14,7 @@ use blocklab_script::vars::Variables;
 use postgres_protocol::message::backend::Message;
 use postgres_protocol::message::frontend;
 
-pub use crate::engine::wire::request::ResultRows;
+pub use crate::engine::pgwire::request::ResultRows;
 
 /// How one SQL step of a script goes out (extended and prepared protocols).
 struct StepFrames {
@@ -112,7 +112,7 @@ impl Session {
                     first.get_or_insert(SqlError::from_fields(b.fields()));
                 }
                 Message::RowDescription(b) => {
-                    columns = crate::engine::wire::request::column_names(&b);
+                    columns = crate::engine::pgwire::request::column_names(&b);
                 }
                 _ => {}
             }

@@ -4,9 +4,9 @@
 use std::time::{Duration, Instant};
 
 use crate::engine::client::{ResultRows, Session};
+use crate::engine::pgwire::{DEADLOCK_DETECTED, SERIALIZATION_FAILURE, SqlError};
 use crate::engine::plan::Plan;
 use crate::engine::timer::sleep_until;
-use crate::engine::wire::{DEADLOCK_DETECTED, SERIALIZATION_FAILURE, SqlError};
 use blocklab_script::expr::{EvalCtx, EvalError, Expr, Value};
 use blocklab_script::parse::{Command, ResultSet, SleepArg};
 use blocklab_script::prng::PgPrng;

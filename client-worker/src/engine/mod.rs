@@ -1,5 +1,5 @@
 //! The pgbench load engine: scripts planned from `blocklab_script`'s parse ([`plan`]),
-//! sessions on the engine's own wire path ([`client`], [`wire`]), one transaction of a script
+//! sessions on the engine's own wire path ([`client`], [`pgwire`]), one transaction of a script
 //! ([`exec`], [`shell`]), one client's loop (`txloop`), client threads ([`thread`],
 //! [`shared`]) and the run ([`load`], [`control`]), measurements ([`stats`]), reports
 //! ([`report`], [`summary`], [`progress`], [`live`]), transaction logs ([`txlog`]),
@@ -11,6 +11,7 @@ pub mod control;
 pub mod exec;
 pub mod live;
 pub mod load;
+pub mod pgwire;
 pub mod plan;
 pub mod progress;
 pub mod report;
@@ -23,4 +24,3 @@ mod timer;
 pub mod txlog;
 mod txloop;
 pub mod window;
-pub mod wire;

@@ -35,7 +35,7 @@ async fn connect_terminal(
     c: NuConstants,
 ) -> Result<(Terminal, Duration), WorkerError> {
     let t0 = Instant::now();
-    let conn = crate::engine::wire::startup::connect(target)
+    let conn = crate::engine::pgwire::startup::connect(target)
         .await
         .map_err(|e| WorkerError::Connect {
             target: target.display.clone(),

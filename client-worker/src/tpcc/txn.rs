@@ -1,13 +1,13 @@
 //! The five TPC-C transactions (clause 2.4 to 2.8) as client-side SQL in explicit
 //! transactions with prepared statements, DBT-2's way; amounts travel in cents as int8 so
 //! the numeric columns stay exact. They run on the load engine's own connection
-//! (`engine::wire`): each statement parsed once, each execution one Bind/Execute/Sync.
+//! (`engine::pgwire`): each statement parsed once, each execution one Bind/Execute/Sync.
 
 use std::fmt::Display;
 
-use crate::engine::wire::query::{self, Rows, ValueError};
-use crate::engine::wire::request::Template;
-use crate::engine::wire::{Conn, SqlError};
+use crate::engine::pgwire::query::{self, Rows, ValueError};
+use crate::engine::pgwire::request::Template;
+use crate::engine::pgwire::{Conn, SqlError};
 
 use super::params::{CUSTOMERS_PER_DISTRICT, DISTRICTS, ITEMS};
 use super::rand::{NuConstants, Rng, last_name};

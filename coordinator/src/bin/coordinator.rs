@@ -133,13 +133,13 @@ fn parse_role(s: &str) -> Result<HostRole, String> {
 
 /// `blocklab-coordinator hosts ...`: enrollment on the catalog file.
 async fn hosts(location: &Location, command: HostsCommand) -> anyhow::Result<()> {
-    use blocklab_coordinator::hosts;
+    use blocklab_coordinator::enrollment;
     let catalog = blocklab_coordinator::catalog::Catalog::connect(location)
         .await
         .with_context(|| format!("--catalog {location}"))?;
     match command {
         HostsCommand::Add { host_id, role } => {
-            let token = hosts::add(&catalog, &host_id, role).await?;
+            let token = enrollment::add(&catalog, &host_id, role).await?;
             eprintln!(
                 "enrolled {host_id} as {role}; its token follows, shown only this once (the \
                  catalog keeps its sha256). Put it in the host's --token-file (chmod 600)."
@@ -148,7 +148,7 @@ async fn hosts(location: &Location, command: HostsCommand) -> anyhow::Result<()>
         }
         HostsCommand::List => {
             println!("{:<32} {:<7} {:<26} state", "host", "role", "enrolled");
-            for c in hosts::list(&catalog).await? {
+            for c in enrollment::list(&catalog).await? {
                 let state = match &c.revoked_at {
                     Some(at) => format!("revoked {at}"),
                     None => "valid".to_string(),
@@ -162,7 +162,7 @@ async fn hosts(location: &Location, command: HostsCommand) -> anyhow::Result<()>
             }
         }
         HostsCommand::Revoke { host_id } => {
-            hosts::revoke(&catalog, &host_id).await?;
+            enrollment::revoke(&catalog, &host_id).await?;
             eprintln!(
                 "revoked {host_id}: a running coordinator ends its session within one heartbeat \
                  interval and refuses its next hello"

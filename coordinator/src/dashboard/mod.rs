@@ -222,7 +222,7 @@ async fn compare(
 }
 
 async fn metrics(State(d): State<Arc<Dashboard>>) -> Response {
-    match crate::metrics::render(&d.catalog, &d.registry).await {
+    match crate::prometheus::render(&d.catalog, &d.registry).await {
         Ok(text) => (
             [(header::CONTENT_TYPE, blocklab_daemon::metrics::CONTENT_TYPE)],
             text,

@@ -15,10 +15,10 @@ use futures::future::try_join_all;
 use crate::load::{LoadResult, Metric};
 
 use super::Scheduler;
-use super::metrics as wm;
 use super::reset::{check_reset, reset_choices, reset_task};
 use super::run::{Failure, INIT_TIMEOUT, RunCtx, fail, unexpected, unrecorded};
 use super::window::{Window, add_deltas, deltas};
+use super::workload_metrics as wm;
 use crate::catalog::RunOutcome;
 use blocklab_spec::{Workload, WorkloadKind, WorkloadName};
 

@@ -13,11 +13,10 @@ use crate::fleet::{HostSession, Progress, ProgressEvent, Registry};
 use blocklab_spec::{BuildPoint, JobPlan, JobState, RunState, Spec, SpecError, Stage};
 
 mod adaptive;
-mod hosts;
+mod db_hosts;
 mod kinds;
 mod memory;
 pub mod merge;
-pub mod metrics;
 mod pgbench;
 mod placement;
 mod probe;
@@ -27,6 +26,7 @@ mod settings;
 mod waiting;
 mod wal;
 mod window;
+pub mod workload_metrics;
 
 const BUILD_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 /// Attempts a run gets when hosts vanish under it (then it fails).

@@ -13,8 +13,8 @@ use blocklab_spec::{Cell, ScriptSource, Stage, Workload};
 
 use super::Scheduler;
 use super::merge::split_clients;
-use super::metrics as wm;
 use super::run::{INIT_TIMEOUT, RunCtx, unexpected};
+use super::workload_metrics as wm;
 use crate::load::Metric;
 
 fn millis(d: Duration) -> u64 {

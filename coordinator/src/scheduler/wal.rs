@@ -7,9 +7,9 @@ use blocklab_proto::v1::{WalStatsTask, task, task_result::Outcome};
 use std::time::Duration;
 
 use super::Scheduler;
-use super::metrics as wm;
 use super::run::{Failure, RunCtx, unexpected, unrecorded};
 use super::window::{Window, checkpoints};
+use super::workload_metrics as wm;
 use crate::catalog::{FpiSource, RunChoices};
 use crate::load::Metric;
 use blocklab_spec::Stage;

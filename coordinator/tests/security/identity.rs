@@ -3,7 +3,7 @@
 
 use super::*;
 use blocklab_coordinator::catalog::Catalog;
-use blocklab_coordinator::hosts;
+use blocklab_coordinator::enrollment;
 use blocklab_spec::HostRole;
 
 fn hello_as(host_id: &str, role: Role) -> HostMessage {
@@ -59,7 +59,7 @@ async fn host_ids(lab: &Lab) -> Vec<String> {
 async fn enrolled_hosts_attach_only_as_themselves_and_revocation_ends_them() {
     let lab = Lab::start().await;
     let catalog = Catalog::open(&lab.catalog()).await.expect("catalog");
-    let db1 = hosts::add(&catalog, "db1", HostRole::Agent)
+    let db1 = enrollment::add(&catalog, "db1", HostRole::Agent)
         .await
         .expect("enroll db1");
     let db1 = db1.expose().to_string();
@@ -106,7 +106,7 @@ async fn enrolled_hosts_attach_only_as_themselves_and_revocation_ends_them() {
         Some(coordinator_message::Kind::Welcome(_))
     ));
     assert_eq!(host_ids(&lab).await, ["db1"]);
-    hosts::revoke(&catalog, "db1").await.expect("revoke");
+    enrollment::revoke(&catalog, "db1").await.expect("revoke");
     let revoked_at = std::time::Instant::now();
     let ended = tokio::time::timeout(Duration::from_secs(10), async {
         loop {

@@ -83,6 +83,14 @@ fn check_job_id(id: &str) -> Result<(), Status> {
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<JobEvent, Status>> + Send>>;
 
+impl ControlService {
+    /// The tonic service, with Control's message limit.
+    pub fn into_server(self) -> blocklab_proto::v1::control_server::ControlServer<Self> {
+        blocklab_proto::v1::control_server::ControlServer::new(self)
+            .max_decoding_message_size(blocklab_daemon::security::CONTROL_MAX_MESSAGE_BYTES)
+    }
+}
+
 #[tonic::async_trait]
 impl Control for ControlService {
     async fn get_leader(
@@ -415,7 +423,7 @@ impl Control for ControlService {
     ) -> Result<Response<ListBuildsResponse>, Status> {
         let mut builds = Vec::new();
         for host in self.scheduler.registry.up() {
-            if host.role != Role::Agent {
+            if host.role != blocklab_spec::HostRole::Agent {
                 continue;
             }
             let kind = task::Kind::ListBuilds(ListBuildsTask {});

@@ -5,8 +5,6 @@ use std::future::Future;
 use std::time::Duration;
 
 use blocklab_daemon::security::{self, ApiToken, Secret, ServerTls, TokenCheck};
-use blocklab_proto::v1::control_server::ControlServer;
-use blocklab_proto::v1::fleet_server::FleetServer;
 use tokio::net::TcpListener;
 
 pub mod access;
@@ -231,14 +229,11 @@ pub async fn serve(
         shared: TokenCheck::fleet(&fleet_tokens),
         role,
     };
-    let control = access::ScopeGate::new(
-        ControlServer::new(control).max_decoding_message_size(security::CONTROL_MAX_MESSAGE_BYTES),
-        TokenCheck::api(&config.api_tokens),
-    );
+    let control =
+        access::ScopeGate::new(control.into_server(), TokenCheck::api(&config.api_tokens));
     // Fleet's credentials are checked by the Attach handler before it reads the hello
     // (`fleet/identity.rs`): enrolled credentials live in the catalog.
-    let fleet =
-        FleetServer::new(fleet).max_decoding_message_size(security::FLEET_MAX_MESSAGE_BYTES);
+    let fleet = fleet.into_server();
     let result = server
         .add_service(control)
         .add_service(fleet)

@@ -3,7 +3,7 @@
 //! received, how late they were taken in, and task errors (counted by the Fleet service).
 
 use blocklab_daemon::metrics::Exposition;
-use blocklab_proto::v1::Role;
+use blocklab_spec::HostRole;
 
 use crate::catalog::{Catalog, CatalogError};
 use crate::fleet::{HEARTBEAT_LAG, HEARTBEATS_RECEIVED, Registry, TASK_ERRORS};
@@ -25,7 +25,7 @@ pub async fn render(catalog: &Catalog, registry: &Registry) -> Result<String, Ca
     let jobs = by_state(catalog, "jobs").await?;
     let runs = by_state(catalog, "runs").await?;
     let up = registry.up();
-    let count = |role: Role| up.iter().filter(|s| s.role == role).count() as u64;
+    let count = |role: HostRole| up.iter().filter(|s| s.role == role).count() as u64;
     Ok(Exposition::new()
         .labeled_gauge(
             "blocklab_jobs",
@@ -49,8 +49,8 @@ pub async fn render(catalog: &Catalog, registry: &Registry) -> Result<String, Ca
             "Hosts up by role.",
             "role",
             &[
-                ("agent".into(), count(Role::Agent)),
-                ("worker".into(), count(Role::Worker)),
+                ("agent".into(), count(HostRole::Agent)),
+                ("worker".into(), count(HostRole::Worker)),
             ],
         )
         .counter(

@@ -255,3 +255,92 @@ fn the_import_check_sees_a_cycle() {
     .expect("write");
     assert_eq!(mutual(src), vec!["a <-> b".to_string()]);
 }
+
+/// Where the wire types (`blocklab_proto`) may be used: the contract itself, the seams that
+/// serve or call gRPC, and the clients (the CLI, the end-to-end tests).
+const WIRE_SEAMS: [&str; 7] = [
+    "coordinator/src/control.rs",
+    "coordinator/src/fleet/",
+    "coordinator/src/fuzzing.rs",
+    "agent/src/handler/",
+    "client-worker/src/serve/",
+    "daemon/src/fleet.rs",
+    "cli/",
+];
+
+/// Files outside the seams that still use wire types, each to move behind a seam; the list
+/// only shrinks (a file that no longer uses them must leave it).
+const WIRE_TO_MOVE: [&str; 17] = [
+    "coordinator/src/catalog/export.rs",
+    "coordinator/src/catalog/history.rs",
+    "coordinator/src/catalog/mod.rs",
+    "coordinator/src/dashboard/history.rs",
+    "coordinator/src/dashboard/pages.rs",
+    "coordinator/src/results.rs",
+    "coordinator/src/scheduler/adaptive.rs",
+    "coordinator/src/scheduler/kinds.rs",
+    "coordinator/src/scheduler/memory.rs",
+    "coordinator/src/scheduler/mod.rs",
+    "coordinator/src/scheduler/pgbench.rs",
+    "coordinator/src/scheduler/probe.rs",
+    "coordinator/src/scheduler/reset.rs",
+    "coordinator/src/scheduler/run.rs",
+    "coordinator/src/scheduler/settings.rs",
+    "coordinator/src/scheduler/wal.rs",
+    "coordinator/src/scheduler/window.rs",
+];
+
+/// The report crate reads the wire `JobExport` until it takes a domain value of its own.
+const WIRE_REPORT: &str = "report/";
+
+fn uses_wire(path: &Path) -> bool {
+    let text = std::fs::read_to_string(path).expect("read source");
+    text.lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .any(|l| l.contains("blocklab_proto"))
+}
+
+#[test]
+fn wire_types_stay_at_the_seams() {
+    let mut files = Vec::new();
+    for c in CRATES.iter().filter(|c| !matches!(**c, "proto" | "tests")) {
+        rust_files(&root().join(c).join("src"), &mut files);
+    }
+    let mut outside = Vec::new();
+    let mut moved = Vec::new();
+    let mut report_uses_wire = false;
+    for f in &files {
+        let rel = f
+            .strip_prefix(root())
+            .expect("below the root")
+            .to_string_lossy()
+            .into_owned();
+        let wire = uses_wire(f);
+        let listed = WIRE_TO_MOVE.contains(&rel.as_str());
+        if rel.starts_with(WIRE_REPORT) {
+            report_uses_wire |= wire;
+        } else if WIRE_SEAMS.iter().any(|s| rel.starts_with(s)) {
+        } else if listed && !wire {
+            moved.push(rel);
+        } else if wire && !listed {
+            outside.push(rel);
+        }
+    }
+    assert!(
+        outside.is_empty(),
+        "wire types used outside the seams {WIRE_SEAMS:?}: {outside:#?}"
+    );
+    assert!(
+        moved.is_empty(),
+        "no longer using wire types, so off WIRE_TO_MOVE: {moved:#?}"
+    );
+    for missing in WIRE_TO_MOVE.iter().filter(|f| !root().join(f).exists()) {
+        panic!("{missing} is listed in WIRE_TO_MOVE but does not exist");
+    }
+    let report = dependencies("blocklab-report");
+    assert_eq!(
+        report.contains("tonic"),
+        report_uses_wire,
+        "blocklab-report links tonic exactly while it reads wire types: {report:?}"
+    );
+}

@@ -57,7 +57,7 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 /// One attached host.
 pub struct HostSession {
     pub host_id: String,
-    pub role: Role,
+    pub role: HostRole,
     pub labels: Vec<String>,
     pub address: String,
     /// The host facts it sent at hello (JSON object).
@@ -332,11 +332,7 @@ impl Registry {
     pub fn enforce(&self, credentials: &[CredentialRecord]) {
         let sessions: Vec<Arc<HostSession>> = self.lock().values().cloned().collect();
         for s in sessions {
-            let role = match s.role {
-                Role::Worker => HostRole::Worker,
-                _ => HostRole::Agent,
-            };
-            if let Err(e) = identity::authorize(&s.credential, &s.host_id, role, credentials) {
+            if let Err(e) = identity::authorize(&s.credential, &s.host_id, s.role, credentials) {
                 tracing::warn!(host_id = %s.host_id, reason = %e, "ending the session of a host whose credential no longer admits it");
                 self.end(&s, status(&e));
             }
@@ -384,6 +380,14 @@ pub struct FleetService {
 }
 
 type OutStream = Pin<Box<dyn Stream<Item = Result<CoordinatorMessage, Status>> + Send>>;
+
+impl FleetService {
+    /// The tonic service, with Fleet's message limit.
+    pub fn into_server(self) -> blocklab_proto::v1::fleet_server::FleetServer<Self> {
+        blocklab_proto::v1::fleet_server::FleetServer::new(self)
+            .max_decoding_message_size(blocklab_daemon::security::FLEET_MAX_MESSAGE_BYTES)
+    }
+}
 
 #[tonic::async_trait]
 impl Fleet for FleetService {
@@ -479,7 +483,7 @@ impl Fleet for FleetService {
         };
         let session = Arc::new(HostSession {
             host_id: hello.host_id.clone(),
-            role,
+            role: host_role,
             labels: hello.labels.clone(),
             address,
             facts_json: facts,

@@ -12,7 +12,7 @@ use std::time::Instant;
 use tokio::sync::OwnedMutexGuard;
 
 use crate::fleet::HostSession;
-use blocklab_proto::Role;
+use blocklab_spec::HostRole;
 
 /// The outcome of a wait.
 pub(crate) enum Waited<T> {
@@ -138,7 +138,7 @@ impl Placement {
         n: usize,
     ) -> Result<Granted, String> {
         let workers: Vec<&Arc<HostSession>> =
-            up.iter().filter(|s| s.role == Role::Worker).collect();
+            up.iter().filter(|s| s.role == HostRole::Worker).collect();
         let free = workers.iter().filter(|s| s.busy.try_lock().is_ok()).count();
         let ahead = self
             .queue()

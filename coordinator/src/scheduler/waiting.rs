@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::placement::{Granted, Pinned, Waited, no_agent_reason};
 use super::{Scheduler, SchedulerError};
 use crate::fleet::HostSession;
-use blocklab_proto::Role;
+use blocklab_spec::HostRole;
 use blocklab_spec::{JobState, Stage};
 
 impl Scheduler {
@@ -76,7 +76,7 @@ impl Scheduler {
             .up()
             .into_iter()
             .filter(|s| {
-                s.role == Role::Agent
+                s.role == HostRole::Agent
                     && pinned.is_none_or(|p| p == s.host_id)
                     && labels.iter().all(|l| s.labels.contains(l))
             })

@@ -30,6 +30,7 @@ use crate::error::status;
 
 mod convert;
 pub mod identity;
+pub mod tasks;
 
 use identity::Credential;
 

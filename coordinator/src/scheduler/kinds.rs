@@ -7,8 +7,8 @@ use blocklab_spec::Stage;
 use std::time::{Duration, Instant};
 
 use blocklab_proto::v1::{
-    As3apParams, ConnInfo, RunLoadTask, RunMaintenanceTask, TpccParams, WorkloadKind as WireKind,
-    WorkloadStepResult, WorkloadStepTask, task, task_result::Outcome,
+    As3apParams, ConnInfo, RunLoadTask, TpccParams, WorkloadKind as WireKind, WorkloadStepResult,
+    WorkloadStepTask, task, task_result::Outcome,
 };
 use futures::future::try_join_all;
 
@@ -16,10 +16,11 @@ use crate::load::{LoadResult, Metric};
 
 use super::Scheduler;
 use super::reset::{check_reset, reset_choices, reset_task};
-use super::run::{Failure, INIT_TIMEOUT, RunCtx, fail, unexpected, unrecorded};
+use super::run::{Failure, INIT_TIMEOUT, RunCtx, fail, task_failed, unexpected, unrecorded};
 use super::window::{Window, add_deltas, deltas};
 use super::workload_metrics as wm;
 use crate::catalog::RunOutcome;
+use crate::fleet::tasks::RunOf;
 use blocklab_spec::{Workload, WorkloadKind, WorkloadName};
 
 const MAINTENANCE_TIMEOUT: Duration = Duration::from_secs(6 * 60 * 60);
@@ -95,7 +96,7 @@ fn outcome(w: Window, metrics: Vec<Metric>, headline: &str) -> RunOutcome {
 impl Scheduler {
     pub(crate) async fn measure(&self, ctx: &RunCtx<'_>) -> Result<RunOutcome, Failure> {
         let server = self.prepare(ctx).await?;
-        let conninfo = server.conninfo.clone().unwrap_or_default();
+        let conninfo: ConnInfo = server.conninfo.clone().into();
         let workload = ctx.spec.cell_workload(ctx.cell);
         match &workload.kind {
             WorkloadKind::Pgbench => self.measure_pgbench(ctx, workload, conninfo).await,
@@ -296,24 +297,16 @@ impl Scheduler {
         let before = self
             .snapshot(ctx.agent, ctx.run_id, ctx.attempt, false)
             .await?;
-        let task = RunMaintenanceTask {
-            scale: ctx.cell.scale,
-            steps: steps.to_vec(),
-            reset_after_load: reset_task(&ctx.spec.layout),
+        let run = RunOf {
+            run_id: ctx.run_id,
+            attempt: ctx.attempt,
         };
-        let result = match ctx
+        let reset = reset_task(&ctx.spec.layout);
+        let result = ctx
             .agent
-            .call(
-                ctx.run_id,
-                ctx.attempt,
-                task::Kind::RunMaintenance(task),
-                MAINTENANCE_TIMEOUT,
-            )
+            .run_maintenance(run, ctx.cell.scale, steps, reset, MAINTENANCE_TIMEOUT)
             .await
-        {
-            Ok(Outcome::RunMaintenance(r)) => r,
-            other => return Err(unexpected(Stage::Maintenance, other)),
-        };
+            .map_err(task_failed(Stage::Maintenance))?;
         let after = self
             .snapshot(ctx.agent, ctx.run_id, ctx.attempt, false)
             .await?;
@@ -328,8 +321,7 @@ impl Scheduler {
         if let Some(r) = &result.reset {
             check_reset(&ctx.spec.layout, r)?;
         }
-        let timed: Vec<Metric> = result.metrics.into_iter().map(Metric::from).collect();
-        let metrics = wm::maintenance(&timed);
+        let metrics = wm::maintenance(&result.metrics);
         let total = metrics
             .iter()
             .find(|m| m.name == "maint.total_s")

@@ -8,12 +8,12 @@
 
 use std::time::Duration;
 
-use blocklab_proto::v1::{PrepareServerTask, Setting, StopServerTask, task, task_result::Outcome};
 use blocklab_spec::{Cell, Plan, Spec, Stage};
 
-use super::run::{Failure, HeldMemory, unexpected};
-use super::{Scheduler, build_options};
+use super::Scheduler;
+use super::run::{Failure, HeldMemory, task_failed};
 use crate::fleet::HostSession;
+use crate::fleet::tasks::{BuildOf, RunOf, ServerRequest};
 
 const REFERENCE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
@@ -39,39 +39,30 @@ impl Scheduler {
             return Ok(Vec::new());
         };
         let run_id = format!("{job_id}-memory-{index}");
-        let prepare = PrepareServerTask {
-            build: Some(build_options(spec, &reference.build_point())),
-            settings: spec
-                .cell_settings(reference)
-                .into_iter()
-                .map(|(name, value)| Setting { name, value })
-                .collect(),
-            ..Default::default()
+        let point = reference.build_point();
+        let request = ServerRequest {
+            build: BuildOf {
+                spec,
+                point: &point,
+            },
+            settings: spec.cell_settings(reference),
+            allowed_client_addresses: Vec::new(),
+            separate_wal: false,
         };
         tracing::info!(job_id, cell = index, "reading the memory reference");
-        let started = agent
-            .call(
-                &run_id,
-                1,
-                task::Kind::PrepareServer(prepare),
-                REFERENCE_TIMEOUT,
-            )
-            .await;
-        let stopped = agent
-            .call(
-                &run_id,
-                1,
-                task::Kind::StopServer(StopServerTask {}),
-                REFERENCE_TIMEOUT,
-            )
-            .await;
+        let run = RunOf {
+            run_id: &run_id,
+            attempt: 1,
+        };
+        let started = agent.prepare_server(run, request, REFERENCE_TIMEOUT).await;
+        let stopped = agent.stop_server(run, REFERENCE_TIMEOUT).await;
         if let Err(e) = &stopped {
             tracing::warn!(job_id, run_id, error = %e, "stopping the memory reference server failed");
         }
         let server = match started {
-            Ok(Outcome::PrepareServer(p)) => p,
-            other => {
-                let mut f = unexpected(Stage::Starting, other);
+            Ok(p) => p,
+            Err(e) => {
+                let mut f = task_failed(Stage::Starting)(e);
                 f.reason = format!(
                     "memory reference ({}): {}",
                     cell_name(spec, reference),

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use blocklab_proto::v1::{BuildOptions, BuildTask, SourceSpec, task, task_result::Outcome};
 use tokio::sync::{broadcast, watch};
 
 use crate::catalog::{BuildRecord, Catalog, CatalogError};
+use crate::fleet::tasks::{BuildOf, TaskError};
 use crate::fleet::{HostSession, Progress, ProgressEvent, Registry};
-use blocklab_spec::{BuildPoint, JobPlan, JobState, RunState, Spec, SpecError, Stage};
+use blocklab_spec::{JobPlan, JobState, RunState, Spec, SpecError, Stage};
 
 mod adaptive;
 mod db_hosts;
@@ -323,19 +323,18 @@ impl Scheduler {
     ) -> Result<(), SchedulerError> {
         let plan = spec.plan();
         for point in spec.builds() {
-            let kind = task::Kind::Build(BuildTask {
-                options: Some(build_options(spec, &point)),
-            });
             let task_id = uuid::Uuid::new_v4().to_string();
             self.build_tasks()
                 .insert(task_id.clone(), job_id.to_string());
-            let answer = agent
-                .call_with_id(&task_id, "", 0, kind, BUILD_TIMEOUT)
-                .await;
+            let build = BuildOf {
+                spec,
+                point: &point,
+            };
+            let answer = agent.build(&task_id, build, BUILD_TIMEOUT).await;
             self.build_tasks().remove(&task_id);
             self.record_build_progress(job_id, None).await;
             let failure = match answer {
-                Ok(Outcome::Build(b)) => {
+                Ok(b) => {
                     tracing::info!(job_id, build_key = %b.build_key, reused = b.reused, seconds = b.build_seconds, "build ready");
                     let rec = BuildRecord {
                         build_key: b.build_key,
@@ -351,8 +350,10 @@ impl Scheduler {
                         .await?;
                     None
                 }
-                Ok(Outcome::Error(e)) => Some(format!("{}{}", e.reason, tail_suffix(&e.log_tail))),
-                Ok(_) => Some("agent answered a build with the wrong result kind".to_string()),
+                Err(TaskError::Failed {
+                    reason, log_tail, ..
+                }) => Some(format!("{reason}{}", tail_suffix(&log_tail))),
+                Err(e @ TaskError::WrongKind { .. }) => Some(format!("agent {e}")),
                 Err(e) => Some(e.to_string()),
             };
             if let Some(reason) = failure {
@@ -398,25 +399,6 @@ pub(crate) struct JobCtx<'a> {
 }
 
 /// The agent's build options for one build point of the spec.
-pub(crate) fn build_options(spec: &Spec, p: &BuildPoint) -> BuildOptions {
-    let src = spec.source(&p.source).cloned().unwrap_or_default();
-    BuildOptions {
-        source: Some(SourceSpec {
-            tarball: src.tarball,
-            url: src.url,
-            sha256: src.sha256,
-            git_url: src.git_url,
-            git_ref: src.git_ref,
-        }),
-        block_size_kb: p.block_size_kb,
-        wal_block_size_kb: p.wal_block_size_kb,
-        configure_flags: src.configure,
-        segsize_gb: p.segsize_gb,
-        wal_segsize_mb: p.wal_segsize_mb,
-        cflags: src.cflags,
-    }
-}
-
 pub(crate) fn tail_suffix(tail: &str) -> String {
     if tail.trim().is_empty() {
         String::new()

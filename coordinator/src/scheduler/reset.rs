@@ -4,19 +4,19 @@
 //! fails, naming the layout option, for every workload kind (a run that was asked to start
 //! cold and did not measured something else).
 
-use blocklab_proto::v1::{ResetCachesResult, ResetCachesTask, task, task_result::Outcome};
 use blocklab_spec::{Layout, Stage};
 use std::time::Duration;
 
 use super::Scheduler;
-use super::run::{Failure, RunCtx, fail, unexpected, unrecorded};
+use super::run::{Failure, RunCtx, fail, task_failed, unrecorded};
 use crate::catalog::RunChoices;
+use crate::fleet::tasks::{CachesReset, Reset, RunOf};
 
 const RESET_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// The reset a layout asks for after the load; `None` when it asks for none.
-pub(crate) fn reset_task(layout: &Layout) -> Option<ResetCachesTask> {
-    (layout.cold || layout.drop_os_cache).then_some(ResetCachesTask {
+pub(crate) fn reset_task(layout: &Layout) -> Option<Reset> {
+    (layout.cold || layout.drop_os_cache).then_some(Reset {
         restart_server: layout.cold,
         drop_os_cache: layout.drop_os_cache,
     })
@@ -24,7 +24,7 @@ pub(crate) fn reset_task(layout: &Layout) -> Option<ResetCachesTask> {
 
 /// The rule: a layout that asks for the OS cache drop fails the run when the agent could
 /// not drop it.
-pub(crate) fn check_reset(layout: &Layout, r: &ResetCachesResult) -> Result<(), Failure> {
+pub(crate) fn check_reset(layout: &Layout, r: &CachesReset) -> Result<(), Failure> {
     if layout.drop_os_cache && !r.os_cache_dropped {
         let why = if r.os_cache_error.is_empty() {
             "not permitted"
@@ -45,7 +45,7 @@ pub(crate) fn check_reset(layout: &Layout, r: &ResetCachesResult) -> Result<(), 
 }
 
 /// What a reset did, as the run's choices record it.
-pub(crate) fn reset_choices(r: Option<&ResetCachesResult>) -> RunChoices {
+pub(crate) fn reset_choices(r: Option<&CachesReset>) -> RunChoices {
     RunChoices {
         os_cache_dropped: Some(r.is_some_and(|r| r.os_cache_dropped)),
         server_restarted: Some(r.is_some_and(|r| r.server_restarted)),
@@ -63,19 +63,19 @@ impl Scheduler {
         let layout = &ctx.spec.layout;
         let done = match reset_task(layout) {
             None => None,
-            Some(t) => match ctx
-                .agent
-                .call(
-                    ctx.run_id,
-                    ctx.attempt,
-                    task::Kind::ResetCaches(t),
-                    RESET_TIMEOUT,
-                )
-                .await
-            {
-                Ok(Outcome::ResetCaches(r)) => Some(r),
-                other => return Err(unexpected(Stage::WarmingUp, other)),
-            },
+            Some(t) => Some(
+                ctx.agent
+                    .reset_caches(
+                        RunOf {
+                            run_id: ctx.run_id,
+                            attempt: ctx.attempt,
+                        },
+                        t,
+                        RESET_TIMEOUT,
+                    )
+                    .await
+                    .map_err(task_failed(Stage::WarmingUp))?,
+            ),
         };
         self.catalog
             .record_run_choices(ctx.run_id, ctx.attempt, &reset_choices(done.as_ref()))
@@ -118,7 +118,7 @@ mod tests {
 
     #[test]
     fn an_os_cache_that_was_not_dropped_fails_the_run_naming_the_option() {
-        let refused = ResetCachesResult {
+        let refused = CachesReset {
             server_restarted: true,
             os_cache_dropped: false,
             os_cache_error: "cannot write /proc/sys/vm/drop_caches: Permission denied".into(),
@@ -134,7 +134,7 @@ mod tests {
         assert!(!f.lost);
         // A cold restart alone asks for no drop.
         assert!(check_reset(&layout(true, false), &refused).is_ok());
-        let dropped = ResetCachesResult {
+        let dropped = CachesReset {
             os_cache_dropped: true,
             ..refused
         };

@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use blocklab_proto::v1::{
-    PrepareServerResult, PrepareServerTask, Setting, SnapshotStatsResult, SnapshotStatsTask,
-    StopServerTask, coordinator_message, task, task_result::Outcome,
+    SnapshotStatsResult, SnapshotStatsTask, coordinator_message, task, task_result::Outcome,
 };
 
 use super::placement::Waited;
-use super::{JobCtx, Scheduler, SchedulerError, build_options};
+use super::{JobCtx, Scheduler, SchedulerError};
 use crate::catalog::{CatalogError, RunChoices, RunRecord, ServerRecord};
+use crate::fleet::tasks::{BuildOf, RunOf, Server, ServerRequest, TaskError};
 use crate::fleet::{CallError, HostSession};
 use blocklab_spec::{Cell, Spec};
 
@@ -62,6 +62,23 @@ pub(crate) fn unrecorded(stage: Stage) -> impl FnOnce(CatalogError) -> Failure {
     move |e| {
         tracing::error!(stage = %stage, error = %e, "cannot record a run step");
         fail(stage, format!("catalog: {e}"), "")
+    }
+}
+
+/// A task that gave no result fails the run at `stage` (or at the stage the host names); a
+/// host that is gone loses it.
+pub(crate) fn task_failed(stage: Stage) -> impl FnOnce(TaskError) -> Failure {
+    move |e| match e {
+        TaskError::Failed {
+            stage: named,
+            reason,
+            log_tail,
+        } => fail(named.unwrap_or(stage), reason, log_tail),
+        TaskError::Call(e) => Failure {
+            lost: true,
+            ..fail(stage, e.to_string(), "")
+        },
+        e @ TaskError::WrongKind { .. } => fail(stage, e.to_string(), ""),
     }
 }
 
@@ -180,31 +197,18 @@ impl Scheduler {
                     .await;
             }
             let _ = agent
-                .call(
-                    run_id,
-                    attempt,
-                    task::Kind::StopServer(StopServerTask {}),
-                    STOP_TIMEOUT,
-                )
+                .stop_server(RunOf { run_id, attempt }, STOP_TIMEOUT)
                 .await;
             self.catalog.cancel_run(run_id, attempt).await?;
             tracing::info!(run_id, attempt, "run cancelled");
             return Ok(());
         };
         self.clear_live(run_id);
-        match agent
-            .call(
-                run_id,
-                attempt,
-                task::Kind::StopServer(StopServerTask {}),
-                STOP_TIMEOUT,
-            )
+        if let Err(e) = agent
+            .stop_server(RunOf { run_id, attempt }, STOP_TIMEOUT)
             .await
         {
-            Ok(Outcome::StopServer(_)) => {}
-            other => {
-                tracing::warn!(run_id, outcome = ?other.map(|_| ()), "stopping the server failed")
-            }
+            tracing::warn!(run_id, error = %e, "stopping the server failed");
         }
         match outcome {
             Ok(o) => {
@@ -242,7 +246,7 @@ impl Scheduler {
         }
     }
 
-    pub(crate) async fn prepare(&self, ctx: &RunCtx<'_>) -> Result<PrepareServerResult, Failure> {
+    pub(crate) async fn prepare(&self, ctx: &RunCtx<'_>) -> Result<Server, Failure> {
         let RunCtx {
             spec,
             cell,
@@ -253,29 +257,21 @@ impl Scheduler {
             job_id,
             held,
         } = *ctx;
-        let settings = with_held(spec.cell_settings(cell), held)
-            .into_iter()
-            .map(|(name, value)| Setting { name, value })
-            .collect();
-        let prepare = PrepareServerTask {
-            build: Some(build_options(spec, &cell.build_point())),
-            settings,
+        let point = cell.build_point();
+        let request = ServerRequest {
+            build: BuildOf {
+                spec,
+                point: &point,
+            },
+            settings: with_held(spec.cell_settings(cell), held),
             allowed_client_addresses: workers.iter().map(|w| w.address.clone()).collect(),
             separate_wal: spec.layout.separate_wal,
         };
-        let server = match agent
-            .call(
-                run_id,
-                attempt,
-                task::Kind::PrepareServer(prepare),
-                PREPARE_TIMEOUT,
-            )
+        let server = agent
+            .prepare_server(RunOf { run_id, attempt }, request, PREPARE_TIMEOUT)
             .await
-        {
-            Ok(Outcome::PrepareServer(p)) => p,
-            other => return Err(unexpected(Stage::Starting, other)),
-        };
-        let conninfo = server.conninfo.clone().unwrap_or_default();
+            .map_err(task_failed(Stage::Starting))?;
+        let conninfo = &server.conninfo;
         let record = ServerRecord {
             build_key: server.build_key.clone(),
             build_reused: server.build_reused,

@@ -5,11 +5,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use blocklab_proto::v1::{CheckSettingsTask, Setting, task, task_result::Outcome};
 use blocklab_spec::{Cell, JobState, RunState, Spec, Stage};
 
-use super::{Scheduler, SchedulerError, build_options, tail_suffix};
+use super::{Scheduler, SchedulerError, tail_suffix};
 use crate::fleet::HostSession;
+use crate::fleet::tasks::{BuildOf, TaskError};
 
 const CHECK_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
@@ -62,20 +62,14 @@ impl Scheduler {
             if settings.is_empty() {
                 continue;
             }
-            let task = CheckSettingsTask {
-                build: Some(build_options(spec, &point)),
-                settings: settings
-                    .keys()
-                    .map(|(name, value)| Setting {
-                        name: name.clone(),
-                        value: value.clone(),
-                    })
-                    .collect(),
+            let given: Vec<(String, String)> = settings.keys().cloned().collect();
+            let build = BuildOf {
+                spec,
+                point: &point,
             };
-            let kind = task::Kind::CheckSettings(task);
-            match agent.call("", 0, kind, CHECK_TIMEOUT).await {
-                Ok(Outcome::CheckSettings(r)) => {
-                    for p in r.problems {
+            match agent.check_settings(build, &given, CHECK_TIMEOUT).await {
+                Ok(problems) => {
+                    for p in problems {
                         let field = settings
                             .get(&(p.name.clone(), p.value.clone()))
                             .cloned()
@@ -86,13 +80,13 @@ impl Scheduler {
                         }
                     }
                 }
-                Ok(Outcome::Error(e)) => refused.push(format!(
-                    "settings check failed: {}{}",
-                    e.reason,
-                    tail_suffix(&e.log_tail)
+                Err(TaskError::Failed {
+                    reason, log_tail, ..
+                }) => refused.push(format!(
+                    "settings check failed: {reason}{}",
+                    tail_suffix(&log_tail)
                 )),
-                Ok(_) => refused
-                    .push("agent answered a settings check with the wrong result kind".into()),
+                Err(e @ TaskError::WrongKind { .. }) => refused.push(format!("agent {e}")),
                 Err(e) => refused.push(format!("settings check failed: {e}")),
             }
         }

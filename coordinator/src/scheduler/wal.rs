@@ -3,14 +3,14 @@
 //! --stats` over that range; when the range's first segments were already recycled,
 //! pg_stat_wal's `wal_fpi` delta x the block size, an upper bound), and its checkpoints.
 
-use blocklab_proto::v1::{WalStatsTask, task, task_result::Outcome};
 use std::time::Duration;
 
 use super::Scheduler;
-use super::run::{Failure, RunCtx, unexpected, unrecorded};
+use super::run::{Failure, RunCtx, task_failed, unrecorded};
 use super::window::{Window, checkpoints};
 use super::workload_metrics as wm;
 use crate::catalog::{FpiSource, RunChoices};
+use crate::fleet::tasks::{RunOf, TaskError, WalStats};
 use crate::load::Metric;
 use blocklab_spec::Stage;
 
@@ -31,32 +31,27 @@ impl Scheduler {
         let (fpi_bytes, source) = if wal_bytes == 0 {
             (0.0, None)
         } else {
-            let t = WalStatsTask {
-                start_lsn_bytes: start,
-                end_lsn_bytes: end,
+            let run = RunOf {
+                run_id: ctx.run_id,
+                attempt: ctx.attempt,
             };
             match ctx
                 .agent
-                .call(
-                    ctx.run_id,
-                    ctx.attempt,
-                    task::Kind::WalStats(t),
-                    WAL_STATS_TIMEOUT,
-                )
+                .wal_stats(run, start, end, WAL_STATS_TIMEOUT)
                 .await
             {
-                Ok(Outcome::WalStats(r)) if r.complete => {
-                    (r.fpi_bytes as f64, Some(FpiSource::Waldump))
+                Ok(WalStats::Complete { fpi_bytes }) => {
+                    (fpi_bytes as f64, Some(FpiSource::Waldump))
                 }
-                Ok(Outcome::WalStats(r)) => {
-                    tracing::info!(run_id = ctx.run_id, reason = %r.reason, "the window's WAL is gone; FPI bytes from pg_stat_wal");
+                Ok(WalStats::Incomplete { reason }) => {
+                    tracing::info!(run_id = ctx.run_id, reason = %reason, "the window's WAL is gone; FPI bytes from pg_stat_wal");
                     (self.fpi_estimate(ctx, w), Some(FpiSource::StatWal))
                 }
-                Ok(Outcome::Error(e)) => {
-                    tracing::warn!(run_id = ctx.run_id, reason = %e.reason, "pg_waldump failed; FPI bytes from pg_stat_wal");
+                Err(TaskError::Failed { reason, .. }) => {
+                    tracing::warn!(run_id = ctx.run_id, reason = %reason, "pg_waldump failed; FPI bytes from pg_stat_wal");
                     (self.fpi_estimate(ctx, w), Some(FpiSource::StatWal))
                 }
-                other => return Err(unexpected(Stage::Collecting, other)),
+                Err(e) => return Err(task_failed(Stage::Collecting)(e)),
             }
         };
         if source.is_some() {

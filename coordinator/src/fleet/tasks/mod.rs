@@ -1,0 +1,181 @@
+//! One async function per task a host runs: domain arguments in, domain results out. The
+//! task messages are built, and their outcomes matched, only here; the scheduler speaks of
+//! builds, servers and resets, not of `task::Kind` and `Outcome`.
+
+mod types;
+
+use std::time::Duration;
+
+use blocklab_proto::v1 as pb;
+use blocklab_proto::v1::{task, task_result::Outcome};
+use blocklab_spec::Stage;
+
+use super::{CallError, HostSession};
+pub use types::{
+    BuildOf, Built, CachesReset, ConnInfo, EffectiveSetting, Maintained, Reset, Server,
+    ServerRequest, SettingProblem, WalStats,
+};
+
+/// Why a task gave no result.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// The call did not complete: the host disconnected or did not answer in time, so the
+    /// run it served may be retried.
+    #[error(transparent)]
+    Call(#[from] CallError),
+    /// The host reported a failure: the stage it names when this coordinator knows it, its
+    /// reason and the log tail of what failed.
+    #[error("{reason}")]
+    Failed {
+        stage: Option<Stage>,
+        reason: String,
+        log_tail: String,
+    },
+    /// The host answered with the result of another kind of task.
+    #[error("host answered {task} with the wrong result kind")]
+    WrongKind { task: &'static str },
+}
+
+impl TaskError {
+    /// The host is gone or silent (the task itself did not fail).
+    pub fn is_lost(&self) -> bool {
+        matches!(self, TaskError::Call(_))
+    }
+}
+
+fn failure(task: &'static str, outcome: Outcome) -> TaskError {
+    match outcome {
+        Outcome::Error(e) => TaskError::Failed {
+            stage: e.stage.parse().ok(),
+            reason: e.reason,
+            log_tail: e.log_tail,
+        },
+        _ => TaskError::WrongKind { task },
+    }
+}
+
+/// The run attempt a task belongs to (`("", 0)` for tasks of no run: builds, checks).
+#[derive(Debug, Clone, Copy)]
+pub struct RunOf<'a> {
+    pub run_id: &'a str,
+    pub attempt: u32,
+}
+
+impl RunOf<'static> {
+    pub const NONE: RunOf<'static> = RunOf {
+        run_id: "",
+        attempt: 0,
+    };
+}
+
+impl HostSession {
+    /// Makes a build (or finds it in the agent's cache). `task_id` is the caller's, so it can
+    /// follow the build's progress.
+    pub async fn build(
+        &self,
+        task_id: &str,
+        build: BuildOf<'_>,
+        timeout: Duration,
+    ) -> Result<Built, TaskError> {
+        let kind = task::Kind::Build(pb::BuildTask {
+            options: Some(build.into()),
+        });
+        match self.call_with_id(task_id, "", 0, kind, timeout).await? {
+            Outcome::Build(b) => Ok(b.into()),
+            other => Err(failure("a build", other)),
+        }
+    }
+
+    /// Starts a server of a build with the given settings (initdb, conf, start, proof).
+    pub async fn prepare_server(
+        &self,
+        run: RunOf<'_>,
+        request: ServerRequest<'_>,
+        timeout: Duration,
+    ) -> Result<Server, TaskError> {
+        let kind = task::Kind::PrepareServer(request.into());
+        match self.call(run.run_id, run.attempt, kind, timeout).await? {
+            Outcome::PrepareServer(p) => Ok(p.into()),
+            other => Err(failure("a server start", other)),
+        }
+    }
+
+    /// Stops the run's server and removes its cluster.
+    pub async fn stop_server(&self, run: RunOf<'_>, timeout: Duration) -> Result<(), TaskError> {
+        let kind = task::Kind::StopServer(pb::StopServerTask {});
+        match self.call(run.run_id, run.attempt, kind, timeout).await? {
+            Outcome::StopServer(_) => Ok(()),
+            other => Err(failure("a server stop", other)),
+        }
+    }
+
+    /// Empties the caches the reset names.
+    pub async fn reset_caches(
+        &self,
+        run: RunOf<'_>,
+        reset: Reset,
+        timeout: Duration,
+    ) -> Result<CachesReset, TaskError> {
+        let kind = task::Kind::ResetCaches(reset.into());
+        match self.call(run.run_id, run.attempt, kind, timeout).await? {
+            Outcome::ResetCaches(r) => Ok(r.into()),
+            other => Err(failure("a cache reset", other)),
+        }
+    }
+
+    /// The full-page-image bytes between two LSNs (`pg_waldump --stats`).
+    pub async fn wal_stats(
+        &self,
+        run: RunOf<'_>,
+        start_lsn: u64,
+        end_lsn: u64,
+        timeout: Duration,
+    ) -> Result<WalStats, TaskError> {
+        let kind = task::Kind::WalStats(pb::WalStatsTask {
+            start_lsn_bytes: start_lsn,
+            end_lsn_bytes: end_lsn,
+        });
+        match self.call(run.run_id, run.attempt, kind, timeout).await? {
+            Outcome::WalStats(r) => Ok(r.into()),
+            other => Err(failure("a WAL statistics task", other)),
+        }
+    }
+
+    /// Times maintenance steps on a generated table of `scale` x 100,000 rows, resetting the
+    /// caches once after the load when `reset` is given.
+    pub async fn run_maintenance(
+        &self,
+        run: RunOf<'_>,
+        scale: u32,
+        steps: &[String],
+        reset: Option<Reset>,
+        timeout: Duration,
+    ) -> Result<Maintained, TaskError> {
+        let kind = task::Kind::RunMaintenance(pb::RunMaintenanceTask {
+            scale,
+            steps: steps.to_vec(),
+            reset_after_load: reset.map(Into::into),
+        });
+        match self.call(run.run_id, run.attempt, kind, timeout).await? {
+            Outcome::RunMaintenance(r) => Ok(r.into()),
+            other => Err(failure("a maintenance task", other)),
+        }
+    }
+
+    /// What a build says of settings (`postgres -C` on its GUC catalog): the refused ones.
+    pub async fn check_settings(
+        &self,
+        build: BuildOf<'_>,
+        settings: &[(String, String)],
+        timeout: Duration,
+    ) -> Result<Vec<SettingProblem>, TaskError> {
+        let kind = task::Kind::CheckSettings(pb::CheckSettingsTask {
+            build: Some(build.into()),
+            settings: types::settings(settings),
+        });
+        match self.call("", 0, kind, timeout).await? {
+            Outcome::CheckSettings(r) => Ok(r.problems.into_iter().map(Into::into).collect()),
+            other => Err(failure("a settings check", other)),
+        }
+    }
+}

@@ -454,3 +454,26 @@ pub struct LoadDetail {
     /// (script, position, command, count, average latency ms, failures), in script order.
     pub statements: Vec<(String, u32, String, u64, f64, u64)>,
 }
+
+/// One mode and chunk size of a probe.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProbeRow {
+    /// read-buffered | read-direct | write-fdatasync
+    pub mode: String,
+    pub chunk_bytes: u32,
+    pub mb_per_s: f64,
+    pub user_cpu_s: f64,
+    pub system_cpu_s: f64,
+    pub latency_avg_us: f64,
+    pub latency_p99_us: f64,
+    pub cache_dropped: bool,
+    pub bytes: u64,
+}
+
+/// What a probe measured, and on which device and file system.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Probed {
+    pub rows: Vec<ProbeRow>,
+    pub device: String,
+    pub filesystem: String,
+}

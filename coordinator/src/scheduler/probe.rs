@@ -3,9 +3,8 @@
 
 use std::time::Duration;
 
-use blocklab_proto::v1::{RunProbeTask, task, task_result::Outcome};
-
 use super::{Scheduler, SchedulerError};
+use crate::fleet::tasks::{ProbeRequest, RunOf, TaskError};
 use blocklab_spec::{JobState, ProbeSpec, RunState, Stage};
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2 * 60 * 60);
@@ -48,7 +47,7 @@ impl Scheduler {
                 .set_stage(&run.run_id, attempt, Stage::Measuring)
                 .await;
             self.changed(job_id);
-            let task = RunProbeTask {
+            let probe = ProbeRequest {
                 target: target.clone(),
                 file_size_bytes: p.file_size_bytes,
                 chunk_sizes: p.chunk_sizes_kb.iter().map(|k| k * 1024).collect(),
@@ -57,38 +56,30 @@ impl Scheduler {
                 fsync_block_sizes: p.fsync_block_sizes_kb.iter().map(|k| k * 1024).collect(),
                 fsync_writes: p.fsync_writes,
             };
-            match agent
-                .call(
-                    &run.run_id,
-                    attempt,
-                    task::Kind::RunProbe(task),
-                    PROBE_TIMEOUT,
-                )
-                .await
-            {
-                Ok(Outcome::RunProbe(r)) => {
+            let of = RunOf {
+                run_id: &run.run_id,
+                attempt,
+            };
+            match agent.run_probe(of, probe, PROBE_TIMEOUT).await {
+                Ok(r) => {
                     self.catalog
                         .finish_probe_run(job_id, &run.run_id, attempt, &agent.host_id, target, &r)
                         .await?;
                 }
-                Ok(Outcome::Error(e)) => {
+                Err(TaskError::Failed {
+                    reason, log_tail, ..
+                }) => {
                     self.catalog
-                        .fail_run(
-                            &run.run_id,
-                            attempt,
-                            Stage::Measuring,
-                            &e.reason,
-                            &e.log_tail,
-                        )
+                        .fail_run(&run.run_id, attempt, Stage::Measuring, &reason, &log_tail)
                         .await?;
                 }
-                Ok(_) => {
+                Err(e @ TaskError::WrongKind { .. }) => {
                     self.catalog
                         .fail_run(
                             &run.run_id,
                             attempt,
                             Stage::Measuring,
-                            "agent answered with the wrong result kind",
+                            &format!("agent {e}"),
                             "",
                         )
                         .await?;

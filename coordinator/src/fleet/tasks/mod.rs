@@ -11,9 +11,10 @@ use blocklab_proto::v1::{task, task_result::Outcome};
 use blocklab_spec::Stage;
 
 use super::{CallError, HostSession};
+use crate::catalog::Probed;
 pub use types::{
-    BuildOf, Built, CachesReset, ConnInfo, EffectiveSetting, Maintained, Reset, Server,
-    ServerRequest, SettingProblem, WalStats,
+    BuildOf, Built, CachesReset, ConnInfo, EffectiveSetting, Maintained, ProbeRequest, Reset,
+    Server, ServerRequest, SettingProblem, WalStats,
 };
 
 /// Why a task gave no result.
@@ -159,6 +160,20 @@ impl HostSession {
         match self.call(run.run_id, run.attempt, kind, timeout).await? {
             Outcome::RunMaintenance(r) => Ok(r.into()),
             other => Err(failure("a maintenance task", other)),
+        }
+    }
+
+    /// Probes a target directory's I/O.
+    pub async fn run_probe(
+        &self,
+        run: RunOf<'_>,
+        probe: ProbeRequest,
+        timeout: Duration,
+    ) -> Result<Probed, TaskError> {
+        let kind = task::Kind::RunProbe(probe.into());
+        match self.call(run.run_id, run.attempt, kind, timeout).await? {
+            Outcome::RunProbe(r) => Ok(r.into()),
+            other => Err(failure("a probe", other)),
         }
     }
 

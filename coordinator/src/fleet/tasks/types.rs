@@ -4,6 +4,8 @@
 use blocklab_proto::v1 as pb;
 use blocklab_spec::{BuildPoint, Spec};
 
+use crate::catalog::{ProbeRow, Probed};
+
 /// How a client reaches a run's server (libpq keywords).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConnInfo {
@@ -81,6 +83,18 @@ pub struct Maintained {
     pub os_cache_dropped: bool,
     /// What the reset after the load did, when one was asked for and the table was loaded.
     pub reset: Option<CachesReset>,
+}
+
+/// An I/O probe of one target directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeRequest {
+    pub target: String,
+    pub file_size_bytes: u64,
+    pub chunk_sizes: Vec<u32>,
+    pub buffered: bool,
+    pub direct: bool,
+    pub fsync_block_sizes: Vec<u32>,
+    pub fsync_writes: u32,
 }
 
 /// What a cache reset did.
@@ -195,6 +209,44 @@ impl From<pb::RunMaintenanceResult> for Maintained {
             metrics: r.metrics.into_iter().map(Into::into).collect(),
             os_cache_dropped: r.os_cache_dropped,
             reset: r.reset.map(Into::into),
+        }
+    }
+}
+
+impl From<ProbeRequest> for pb::RunProbeTask {
+    fn from(p: ProbeRequest) -> Self {
+        pb::RunProbeTask {
+            target: p.target,
+            file_size_bytes: p.file_size_bytes,
+            chunk_sizes: p.chunk_sizes,
+            buffered: p.buffered,
+            direct: p.direct,
+            fsync_block_sizes: p.fsync_block_sizes,
+            fsync_writes: p.fsync_writes,
+        }
+    }
+}
+
+impl From<pb::RunProbeResult> for Probed {
+    fn from(r: pb::RunProbeResult) -> Self {
+        Probed {
+            rows: r
+                .rows
+                .into_iter()
+                .map(|row| ProbeRow {
+                    mode: row.mode,
+                    chunk_bytes: row.chunk_bytes,
+                    mb_per_s: row.mb_per_s,
+                    user_cpu_s: row.user_cpu_s,
+                    system_cpu_s: row.system_cpu_s,
+                    latency_avg_us: row.latency_avg_us,
+                    latency_p99_us: row.latency_p99_us,
+                    cache_dropped: row.cache_dropped,
+                    bytes: row.bytes,
+                })
+                .collect(),
+            device: r.device,
+            filesystem: r.filesystem,
         }
     }
 }

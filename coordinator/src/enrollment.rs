@@ -134,6 +134,13 @@ mod tests {
         );
         revoke(&catalog, "db1").await.expect("revoke");
         assert!(!list(&catalog).await.expect("list")[0].is_active());
+        revoke(&catalog, "w1").await.expect("revoke");
+        assert!(
+            crate::catalog::credentials::any_enrolled(at)
+                .await
+                .expect("read"),
+            "revoked credentials keep the fleet closed to the shared token"
+        );
         assert!(matches!(
             revoke(&catalog, "db1").await,
             Err(EnrollError::Catalog(CatalogError::HostRevoked(_)))

@@ -25,7 +25,8 @@ impl CredentialRecord {
     }
 }
 
-/// Whether the catalog at `location` holds a valid host credential, read without creating,
+/// Whether a host was ever enrolled in the catalog at `location` (a credential, valid or
+/// revoked: once a host was enrolled, only credentials attach), read without creating,
 /// migrating or writing anything (a missing file or database, or an older schema, holds
 /// none).
 pub async fn any_enrolled(location: &super::Location) -> Result<bool, CatalogError> {
@@ -55,10 +56,9 @@ pub async fn any_enrolled(location: &super::Location) -> Result<bool, CatalogErr
     if tables == 0 {
         return Ok(false);
     }
-    let n: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM host_credentials WHERE revoked_at IS NULL")
-            .fetch_one(&mut conn)
-            .await?;
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM host_credentials")
+        .fetch_one(&mut conn)
+        .await?;
     Ok(n > 0)
 }
 

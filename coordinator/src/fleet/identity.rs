@@ -5,9 +5,9 @@
 //!
 //! - an enrolled credential attaches only as its host id and role; a revoked one not at all;
 //! - the shared token (and, without one, an open loopback coordinator) attaches hosts only
-//!   while no host is enrolled, and never under a host id that has been enrolled, revoked or
-//!   not: single-machine labs and the demo keep working, an enrolled lab takes only
-//!   credentials.
+//!   while no host has ever been enrolled: single-machine labs and the demo keep working, a
+//!   lab that enrolled a host takes only credentials from then on, also once every
+//!   credential is revoked (revoking the last one does not reopen the fleet).
 //!
 //! Enrolled tokens are looked up by their sha256 (only that is stored); the shared token is
 //! compared in constant time.
@@ -61,7 +61,7 @@ pub enum IdentityError {
         claimed: HostRole,
     },
     #[error(
-        "hosts are enrolled on this coordinator: the shared fleet token no longer attaches hosts; \
+        "hosts have been enrolled on this coordinator: the shared fleet token no longer attaches hosts; \
          give this host its own token (blocklab-coordinator hosts add ID --role ROLE) in --token-file"
     )]
     SharedRetired,
@@ -95,7 +95,8 @@ pub fn identify(
     credentials: &[CredentialRecord],
     authorization: Option<&[u8]>,
 ) -> Result<Credential, IdentityError> {
-    let any_enrolled = credentials.iter().any(CredentialRecord::is_active);
+    // Revoked credentials count: once a host was enrolled, only credentials attach.
+    let any_enrolled = !credentials.is_empty();
     let open = shared.is_open() && !any_enrolled;
     let token = match bearer_token(TokenKind::Fleet, authorization) {
         Ok(t) => t,
@@ -165,7 +166,7 @@ pub fn authorize(
         Credential::Open | Credential::Shared => {
             if credentials.iter().any(|c| c.host_id == host_id) {
                 Err(IdentityError::EnrolledId(host_id.to_string()))
-            } else if credentials.iter().any(CredentialRecord::is_active) {
+            } else if !credentials.is_empty() {
                 Err(IdentityError::SharedRetired)
             } else {
                 Ok(())
@@ -229,14 +230,20 @@ mod tests {
             authorize(&c, "db1", HostRole::Agent, &revoked),
             Err(IdentityError::Revoked("db1".into()))
         );
-        // With only revoked credentials the shared token attaches again, but not as db1.
-        let s = identify(&shared, &revoked, Some(&bearer(SHARED))).expect("shared");
-        assert_eq!(s, Credential::Shared);
+        // With only revoked credentials the shared token stays retired, and a session that
+        // attached with it before any enrollment is ended, as db1 or as any other id.
         assert_eq!(
-            authorize(&s, "db1", HostRole::Agent, &revoked),
+            identify(&shared, &revoked, Some(&bearer(SHARED))),
+            Err(IdentityError::SharedRetired)
+        );
+        assert_eq!(
+            authorize(&Credential::Shared, "db1", HostRole::Agent, &revoked),
             Err(IdentityError::EnrolledId("db1".into()))
         );
-        assert_eq!(authorize(&s, "db9", HostRole::Agent, &revoked), Ok(()));
+        assert_eq!(
+            authorize(&Credential::Shared, "db9", HostRole::Agent, &revoked),
+            Err(IdentityError::SharedRetired)
+        );
         assert_eq!(
             identify(&shared, &creds, Some(&bearer("unknown-token-0123456789"))),
             Err(IdentityError::Token(TokenRefused::Invalid(
@@ -272,6 +279,29 @@ mod tests {
         ));
         assert_eq!(
             authorize(&Credential::Open, "w1", HostRole::Worker, &creds),
+            Err(IdentityError::SharedRetired)
+        );
+        // Revoking the last credential does not reopen the fleet.
+        let revoked = [cred("db1", HostRole::Agent, DB1, true)];
+        assert_eq!(
+            identify(&open, &revoked, None),
+            Err(IdentityError::Token(TokenRefused::Missing(
+                TokenKind::Fleet
+            )))
+        );
+        assert_eq!(
+            identify(&open, &revoked, Some(&bearer("anything-0123456789abc"))),
+            Err(IdentityError::Token(TokenRefused::Invalid(
+                TokenKind::Fleet
+            )))
+        );
+        assert_eq!(
+            authorize(&Credential::Open, "w1", HostRole::Worker, &revoked),
+            Err(IdentityError::SharedRetired)
+        );
+        let shared = TokenCheck::fleet(&[Secret::new(SHARED, "t").expect("token")]);
+        assert_eq!(
+            identify(&shared, &revoked, Some(&bearer(SHARED))),
             Err(IdentityError::SharedRetired)
         );
         assert_eq!(

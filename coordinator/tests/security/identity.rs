@@ -92,7 +92,7 @@ async fn enrolled_hosts_attach_only_as_themselves_and_revocation_ends_them() {
     assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
     assert!(
         e.message()
-            .starts_with("hosts are enrolled on this coordinator"),
+            .starts_with("hosts have been enrolled on this coordinator"),
         "{}",
         e.message()
     );
@@ -145,13 +145,17 @@ async fn enrolled_hosts_attach_only_as_themselves_and_revocation_ends_them() {
         .await
         .expect_err("revoked");
     assert_eq!(e.code(), Code::Unauthenticated, "{e:?}");
-    // With every credential revoked the shared token works again, but never as db1.
-    let e = attach(&lab, Some(FLEET_TOKEN), hello_as("db1", Role::Agent))
-        .await
-        .expect_err("db1 is enrolled");
-    assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
-    assert_eq!(
-        e.message(),
-        "host db1 is enrolled: it attaches only with its own credential (--token-file), not the shared fleet token"
-    );
+    // With every credential revoked the fleet stays closed: the shared token attaches no
+    // one, neither as db1 nor as a host id never enrolled.
+    for host in ["db1", "db7"] {
+        let e = attach(&lab, Some(FLEET_TOKEN), hello_as(host, Role::Agent))
+            .await
+            .expect_err("shared token retired for good");
+        assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+        assert!(
+            e.message()
+                .starts_with("hosts have been enrolled on this coordinator: the shared fleet token no longer attaches hosts"),
+            "{e:?}"
+        );
+    }
 }

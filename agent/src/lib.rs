@@ -127,6 +127,19 @@ pub async fn serve(
     config: AgentConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), AgentError> {
+    let session = SessionConfig {
+        coordinator: config.coordinator.clone(),
+        hello: Default::default(),
+        heartbeat_interval: config.heartbeat_interval,
+        max_backoff: Duration::from_secs(10),
+        fence_after: Duration::from_secs(10),
+        tls: config.tls.clone(),
+        token: config.token.clone(),
+    };
+    session.check().map_err(|reason| AgentError::Invalid {
+        field: "--token-file".into(),
+        reason,
+    })?;
     if nix::unistd::geteuid().is_root() {
         tracing::warn!(
             pg_user = ?config.pg_user,
@@ -144,15 +157,7 @@ pub async fn serve(
         pg_user = %handler.pg_user(),
         "agent starting"
     );
-    let session = SessionConfig {
-        coordinator: config.coordinator.clone(),
-        hello,
-        heartbeat_interval: config.heartbeat_interval,
-        max_backoff: Duration::from_secs(10),
-        fence_after: Duration::from_secs(10),
-        tls: config.tls.clone(),
-        token: config.token.clone(),
-    };
+    let session = SessionConfig { hello, ..session };
     run_session(session, handler, shutdown).await;
     tracing::info!("agent stopped");
     Ok(())

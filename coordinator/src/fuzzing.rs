@@ -28,7 +28,16 @@ const HOST_IDS: &[&str] = &["fz-db", "fz-worker", "fz-3", ""];
 /// Addresses a hello may carry (none is ever dialed).
 const ADDRESSES: &[&str] = &["", "127.0.0.1", "::1", "not-an-ip", "127.0.0.2:5432"];
 /// Facts a hello may carry.
-const FACTS: &[&str] = &["{}", "{", "{\"cpu_cores\": 4}", "[]", "null", ""];
+const FACTS: &[&str] = &[
+    "{}",
+    "{",
+    "{\"cpu_cores\": 4}",
+    "[]",
+    "null",
+    "",
+    "{\"kernel\": \"6.1\"}",
+    "{}",
+];
 /// Stages a progress report may name.
 const STAGES: &[&str] = &["measuring", "ready", "bogus", "", "loading-data"];
 
@@ -141,7 +150,12 @@ pub fn valid_hello(first: Option<&HostMessage>) -> Option<String> {
     let role_ok = h.role == Role::Agent as i32 || h.role == Role::Worker as i32;
     let id_ok = (1..=128).contains(&h.host_id.len());
     let address_ok = h.address.is_empty() || h.address.parse::<std::net::IpAddr>().is_ok();
-    (role_ok && id_ok && address_ok).then(|| h.host_id.clone())
+    let facts_ok = h.facts_json.trim().is_empty()
+        || matches!(
+            serde_json::from_str::<serde_json::Value>(&h.facts_json),
+            Ok(serde_json::Value::Object(_))
+        );
+    (role_ok && id_ok && address_ok && facts_ok).then(|| h.host_id.clone())
 }
 
 /// An in-process coordinator on 127.0.0.1 (open: no tokens, no enrolled hosts) and what the

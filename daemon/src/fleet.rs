@@ -150,6 +150,27 @@ pub struct SessionConfig {
     pub token: Option<crate::security::Secret>,
 }
 
+impl SessionConfig {
+    /// Refuses a configuration that would send the host token over plain http to a
+    /// coordinator off loopback (as the CLI refuses to send an API token), naming the address.
+    pub fn check(&self) -> Result<(), String> {
+        if self.token.is_none() || self.tls.is_some() {
+            return Ok(());
+        }
+        match coordinator_addresses(&self.coordinator)
+            .into_iter()
+            .find(|a| !crate::security::is_loopback_target(a))
+        {
+            Some(addr) => Err(format!(
+                "refusing to send the host token to {addr} over plain http: it is not a \
+                 loopback address; give the coordinator's CA with --ca-cert FILE to connect with \
+                 https, or run without a token on a loopback lab"
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
 /// When the coordinator was last heard from, and how long silence may last.
 struct Contact {
     last: std::sync::Mutex<Instant>,
@@ -394,7 +415,36 @@ pub fn task_error(
 
 #[cfg(test)]
 mod tests {
-    use super::coordinator_addresses;
+    use super::{SessionConfig, coordinator_addresses};
+    use crate::security::Secret;
+    use std::time::Duration;
+
+    fn session(coordinator: &str, token: bool) -> SessionConfig {
+        SessionConfig {
+            coordinator: coordinator.into(),
+            hello: Default::default(),
+            heartbeat_interval: Duration::from_secs(2),
+            max_backoff: Duration::from_secs(10),
+            fence_after: Duration::from_secs(10),
+            tls: None,
+            token: token.then(|| Secret::new("host-token-0123456789abcdef", "t").expect("token")),
+        }
+    }
+
+    #[test]
+    fn a_host_token_goes_over_plain_http_only_to_loopback() {
+        assert_eq!(session("127.0.0.1:7400", true).check(), Ok(()));
+        assert_eq!(session("localhost:7400,[::1]:7400", true).check(), Ok(()));
+        assert_eq!(session("10.200.0.1:7400", false).check(), Ok(()));
+        let e = session("127.0.0.1:7400, 10.200.0.1:7400", true)
+            .check()
+            .expect_err("off loopback");
+        assert!(
+            e.starts_with("refusing to send the host token to 10.200.0.1:7400 over plain http"),
+            "{e}"
+        );
+        assert!(session("coordinator.lab:7400", true).check().is_err());
+    }
 
     #[test]
     fn a_coordinator_value_is_one_address_or_a_comma_separated_list() {

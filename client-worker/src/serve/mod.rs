@@ -109,6 +109,7 @@ pub async fn serve(
         tls: config.tls,
         token: config.token,
     };
+    session.check().map_err(WorkerError::InvalidArgument)?;
     run_session(session, Arc::new(WorkerHandler::default()), shutdown).await;
     Ok(())
 }

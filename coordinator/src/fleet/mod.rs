@@ -454,10 +454,23 @@ impl Fleet for FleetService {
                 "hello.address: {address:?} is not an IP address"
             )));
         }
-        let facts = if serde_json::from_str::<serde_json::Value>(&hello.facts_json).is_ok() {
-            hello.facts_json.clone()
+        // No facts is an empty object; anything else must be one.
+        let facts = if hello.facts_json.trim().is_empty() {
+            "{}".to_string()
         } else {
-            "{}".into()
+            match serde_json::from_str::<serde_json::Value>(&hello.facts_json) {
+                Ok(serde_json::Value::Object(_)) => hello.facts_json.clone(),
+                Ok(_) => {
+                    return Err(Status::invalid_argument(
+                        "hello.facts_json: must be a JSON object",
+                    ));
+                }
+                Err(e) => {
+                    return Err(Status::invalid_argument(format!(
+                        "hello.facts_json: not JSON ({e})"
+                    )));
+                }
+            }
         };
         self.catalog
             .upsert_host(&HostRecord {
@@ -559,7 +572,17 @@ impl Fleet for FleetService {
                         }
                     }
                     Some(host_message::Kind::Result(r)) => session.deliver(r),
-                    Some(host_message::Kind::Hello(_)) | None => {}
+                    Some(host_message::Kind::Hello(_)) => {
+                        tracing::warn!(host_id = %session.host_id, "a second hello on one session; ending it");
+                        registry.end(
+                            &session,
+                            Status::invalid_argument(
+                                "hello: a session says hello once, as its first message",
+                            ),
+                        );
+                        break;
+                    }
+                    None => {}
                 }
             }
             tracing::warn!(host_id = %session.host_id, "host detached");

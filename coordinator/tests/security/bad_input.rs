@@ -125,6 +125,8 @@ fn cases(job: &str) -> Vec<(&'static str, Bad, &'static [Code], &'static str)> {
         ("fleet: a 1000-character host id", hello_with(|h| h.host_id = "h".repeat(1000)), INVALID, "hello.host_id"),
         ("fleet: an empty host id", hello_with(|h| h.host_id.clear()), INVALID, "hello.host_id"),
         ("fleet: an address with a command", hello_with(|h| h.address = "10.0.0.1; reboot".into()), INVALID, "hello.address"),
+        ("fleet: facts that are not JSON", hello_with(|h| h.facts_json = "{\"cpus\": 2".into()), INVALID, "hello.facts_json"),
+        ("fleet: facts that are a JSON string", hello_with(|h| h.facts_json = "\"cpus\"".into()), INVALID, "hello.facts_json"),
     ]
 }
 

@@ -253,3 +253,47 @@ mod bad_input;
 mod dashboard;
 mod identity;
 mod scopes;
+
+/// A second hello on a session ends it with InvalidArgument: a session's identity is its
+/// first message only.
+#[tokio::test]
+async fn a_second_hello_ends_the_session() {
+    let lab = Lab::start().await;
+    let channel = connect_channel(&lab.target(), Some(&lab.ca))
+        .await
+        .expect("channel");
+    let token = secret(FLEET_TOKEN);
+    let mut client = FleetClient::with_interceptor(channel, Bearer::new(Some(&token)));
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tx.send(hello("w-twice")).await.expect("queue hello");
+    let mut inbound = client
+        .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await
+        .expect("attached")
+        .into_inner();
+    let welcome = tokio::time::timeout(Duration::from_secs(10), inbound.next())
+        .await
+        .expect("welcome in time")
+        .expect("a welcome")
+        .expect("welcomed");
+    assert!(matches!(
+        welcome.kind,
+        Some(coordinator_message::Kind::Welcome(_))
+    ));
+    tx.send(hello("w-other")).await.expect("queue second hello");
+    let end = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match inbound.next().await {
+                Some(Ok(_)) => continue,
+                Some(Err(status)) => return Some(status),
+                None => return None,
+            }
+        }
+    })
+    .await
+    .expect("the session ends in time")
+    .expect("ended with a status");
+    assert_eq!(end.code(), Code::InvalidArgument, "{end:?}");
+    assert!(end.message().starts_with("hello: "), "{end:?}");
+    drop(tx);
+}

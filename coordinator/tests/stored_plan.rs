@@ -11,6 +11,7 @@ use blocklab_proto::v1::{
     SubmitJobRequest, WatchJobRequest,
 };
 use tokio_stream::StreamExt;
+use tonic::Code;
 
 const SPEC: &str = r#"
 name = "stored-plan"
@@ -249,46 +250,47 @@ async fn a_corrupt_row_answers_internal_not_unavailable() {
     let mut config = blocklab_coordinator::CoordinatorConfig::new(&db);
     config.dashboard = Some(dashboard);
     let mut c = start_with(config).await;
-    let e = c
-        .client
-        .rerun_job(RerunJobRequest {
-            job_id: plan_job.clone(),
-            ..Default::default()
-        })
-        .await
-        .expect_err("an unreadable plan");
-    assert_eq!(e.code(), tonic::Code::Internal, "{e:?}");
-    assert!(e.message().contains("stored plan"), "{}", e.message());
-    let e = c
-        .client
-        .list_jobs(ListJobsRequest {})
-        .await
-        .expect_err("a corrupt row");
-    assert_eq!(e.code(), tonic::Code::Internal, "{e:?}");
-    assert!(e.message().contains("build progress"), "{}", e.message());
-    let e = c
-        .client
-        .get_job(GetJobRequest {
-            job_id: progress_job.clone(),
-            ..Default::default()
-        })
-        .await
-        .expect_err("a corrupt row");
-    assert_eq!(e.code(), tonic::Code::Internal, "{e:?}");
+    let client = &mut c.client;
+    let rerun = |job_id: &str| RerunJobRequest {
+        job_id: job_id.into(),
+        ..Default::default()
+    };
+    let get = |job_id: &str| GetJobRequest {
+        job_id: job_id.into(),
+        ..Default::default()
+    };
+    let answers = [
+        (
+            client.rerun_job(rerun(plan_job)).await.map(drop),
+            Code::Internal,
+            "stored plan",
+        ),
+        (
+            client.list_jobs(ListJobsRequest {}).await.map(drop),
+            Code::Internal,
+            "build progress",
+        ),
+        (
+            client.get_job(get(progress_job)).await.map(drop),
+            Code::Internal,
+            "build progress",
+        ),
+        // A wrong id is still the caller's input, not a broken catalog.
+        (
+            client.get_job(get("no such job")).await.map(drop),
+            Code::InvalidArgument,
+            "job id",
+        ),
+    ];
+    for (answer, code, names) in answers {
+        let e = answer.expect_err("refused");
+        assert_eq!(e.code(), code, "{e:?}");
+        assert!(e.message().contains(names), "{}", e.message());
+    }
     assert!(
         http_status(dashboard, "/").await.contains(" 500 "),
         "the dashboard answers 500"
     );
-    // A wrong id is still the caller's input, not a broken catalog.
-    let e = c
-        .client
-        .get_job(GetJobRequest {
-            job_id: "no such job".into(),
-            ..Default::default()
-        })
-        .await
-        .expect_err("a bad id");
-    assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
     c.stop.send(()).expect("stop");
     c.served.await.expect("stopped");
 }

@@ -2,6 +2,12 @@
 //! the deterministic pgbench functions built on it: `hash_fnv1a`, `hash_murmur2`,
 //! `permute`, plus the random distributions of `random*()`. Written from the algorithms'
 //! descriptions so that the deterministic functions return exactly pgbench's values.
+//! [`xoshiro`] holds the other generator blocklab draws from (xoshiro256**, for the TPC-C-like
+//! load and the calibration simulation), seeded by the same splitmix64.
+
+pub mod xoshiro;
+
+pub use xoshiro::Xoshiro256;
 
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 const FNV_OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
@@ -21,7 +27,8 @@ pub struct PgPrng {
 }
 
 /// One step of SplitMix64 (Steele, Lea, Flood): advances `state` and returns the next value.
-/// pg_prng seeds with it; the TPC-C-like and AS3AP-like generators are built on it.
+/// pg_prng and [`Xoshiro256`] seed with it; the run order and the AS3AP-like generator are
+/// built on it.
 pub fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     splitmix64_mix(*state)

@@ -2,7 +2,7 @@
 //! TPC-C-like load and the report's calibration simulation draw from. Not pg_prng: pgbench's
 //! own functions use [`super::PgPrng`].
 
-use super::splitmix64;
+use super::splitmix::splitmix64;
 
 /// xoshiro256**'s state: four 64-bit words, filled by four steps of splitmix64 from a seed.
 #[derive(Clone, Debug, PartialEq, Eq)]

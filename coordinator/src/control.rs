@@ -407,10 +407,11 @@ impl Control for ControlService {
     ) -> Result<Response<CancelJobResponse>, Status> {
         let id = request.into_inner().job_id;
         check_job_id(&id)?;
-        let (state, n) = self.scheduler.cancel_job(&id).await.map_err(|e| match e {
-            crate::scheduler::SchedulerError::Catalog(c) => Status::from(c),
-            other => Status::unavailable(other.to_string()),
-        })?;
+        let (state, n) = self
+            .scheduler
+            .cancel_job(&id)
+            .await
+            .map_err(|e| crate::error::status(&e))?;
         Ok(Response::new(CancelJobResponse {
             state,
             runs_cancelled: u32::try_from(n).unwrap_or(u32::MAX),

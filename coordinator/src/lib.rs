@@ -14,6 +14,8 @@ pub mod dashboard;
 pub mod enrollment;
 pub mod error;
 pub mod fleet;
+/// The Fleet fuzz target's body (`fuzz/`), built only with the `fuzzing` feature.
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod leader;
 pub mod listen;
@@ -22,9 +24,9 @@ pub mod prometheus;
 pub mod results;
 pub mod scheduler;
 
-/// How long a shutdown waits for open connections to close before it stops anyway.
 /// How often the hosts' `last_seen` is written to the catalog (liveness itself is in memory).
 const LIVENESS_FLUSH: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a shutdown waits for open connections to close before it stops anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// How the coordinator runs.

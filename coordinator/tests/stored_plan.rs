@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use blocklab_proto::v1::control_client::ControlClient;
 use blocklab_proto::v1::{
-    GetJobRequest, ListJobsRequest, QueryResultsRequest, SubmitJobRequest, WatchJobRequest,
+    GetJobRequest, ListHostsRequest, ListJobsRequest, QueryResultsRequest, RerunJobRequest,
+    SubmitJobRequest, WatchJobRequest,
 };
 use tokio_stream::StreamExt;
+use tonic::Code;
 
 const SPEC: &str = r#"
 name = "stored-plan"
@@ -31,12 +33,15 @@ struct Running {
 }
 
 async fn start(db: &Path) -> Running {
+    start_with(blocklab_coordinator::CoordinatorConfig::new(db)).await
+}
+
+async fn start_with(config: blocklab_coordinator::CoordinatorConfig) -> Running {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let config = blocklab_coordinator::CoordinatorConfig::new(db);
     let served = tokio::spawn(async move {
         blocklab_coordinator::serve(config, listener, async {
             let _ = stop_rx.await;
@@ -46,7 +51,7 @@ async fn start(db: &Path) -> Running {
     });
     for _ in 0..50 {
         if let Ok(mut client) = ControlClient::connect(url.clone()).await
-            && client.list_jobs(ListJobsRequest {}).await.is_ok()
+            && client.list_hosts(ListHostsRequest {}).await.is_ok()
         {
             return Running {
                 client,
@@ -186,6 +191,105 @@ async fn an_unparsable_stored_spec_breaks_nothing() {
             .cells
             .iter()
             .all(|cell| cell.metric == "tps" && cell.n == 0)
+    );
+    c.stop.send(()).expect("stop");
+    c.served.await.expect("stopped");
+}
+
+/// The status line of `GET path` on the dashboard at `addr`.
+async fn http_status(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    for _ in 0..50 {
+        if let Ok(mut s) = tokio::net::TcpStream::connect(addr).await {
+            let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            s.write_all(request.as_bytes()).await.expect("send");
+            let mut answer = String::new();
+            s.read_to_string(&mut answer).await.expect("read");
+            return answer.lines().next().unwrap_or_default().to_string();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("dashboard did not come up");
+}
+
+#[tokio::test]
+async fn a_corrupt_row_answers_internal_not_unavailable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("catalog.db");
+    let mut c = start(&db).await;
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let submitted = c
+            .client
+            .submit_job(SubmitJobRequest {
+                spec_toml: SPEC.into(),
+                ..Default::default()
+            })
+            .await
+            .expect("submit");
+        ids.push(submitted.into_inner().job_id);
+    }
+    c.stop.send(()).expect("stop");
+    c.served.await.expect("stopped");
+
+    // Finished jobs (nothing resumes them): one whose plan is not JSON, one whose build
+    // progress is not.
+    let (plan_job, progress_job) = (&ids[0], &ids[1]);
+    sql(&db, "UPDATE jobs SET state = 'done'");
+    sql(
+        &db,
+        &format!("UPDATE jobs SET plan_json = 'not [ json' WHERE job_id = '{plan_job}'"),
+    );
+    sql(
+        &db,
+        &format!("UPDATE jobs SET build_progress = 'not [ json' WHERE job_id = '{progress_job}'"),
+    );
+    let dashboard = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
+    let mut config = blocklab_coordinator::CoordinatorConfig::new(&db);
+    config.dashboard = Some(dashboard);
+    let mut c = start_with(config).await;
+    let client = &mut c.client;
+    let rerun = |job_id: &str| RerunJobRequest {
+        job_id: job_id.into(),
+        ..Default::default()
+    };
+    let get = |job_id: &str| GetJobRequest {
+        job_id: job_id.into(),
+        ..Default::default()
+    };
+    let answers = [
+        (
+            client.rerun_job(rerun(plan_job)).await.map(drop),
+            Code::Internal,
+            "stored plan",
+        ),
+        (
+            client.list_jobs(ListJobsRequest {}).await.map(drop),
+            Code::Internal,
+            "build progress",
+        ),
+        (
+            client.get_job(get(progress_job)).await.map(drop),
+            Code::Internal,
+            "build progress",
+        ),
+        // A wrong id is still the caller's input, not a broken catalog.
+        (
+            client.get_job(get("no such job")).await.map(drop),
+            Code::InvalidArgument,
+            "job id",
+        ),
+    ];
+    for (answer, code, names) in answers {
+        let e = answer.expect_err("refused");
+        assert_eq!(e.code(), code, "{e:?}");
+        assert!(e.message().contains(names), "{}", e.message());
+    }
+    assert!(
+        http_status(dashboard, "/").await.contains(" 500 "),
+        "the dashboard answers 500"
     );
     c.stop.send(()).expect("stop");
     c.served.await.expect("stopped");

@@ -6,6 +6,9 @@
 
 pub mod builtin;
 pub mod expr;
+/// The script fuzz target's body (`fuzz/`), built only with the `fuzzing` feature (and for
+/// this crate's unit tests).
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod parse;

@@ -2,6 +2,14 @@
 //! the deterministic pgbench functions built on it: `hash_fnv1a`, `hash_murmur2`,
 //! `permute`, plus the random distributions of `random*()`. Written from the algorithms'
 //! descriptions so that the deterministic functions return exactly pgbench's values.
+//! [`xoshiro`] holds the other generator blocklab draws from (xoshiro256**, for the TPC-C-like
+//! load and the calibration simulation), seeded by the same splitmix64.
+
+mod splitmix;
+pub mod xoshiro;
+
+pub use splitmix::{splitmix64, splitmix64_mix};
+pub use xoshiro::Xoshiro256;
 
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 const FNV_OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
@@ -18,20 +26,6 @@ pub const MAX_ZIPFIAN_PARAM: f64 = 1000.0;
 pub struct PgPrng {
     s0: u64,
     s1: u64,
-}
-
-/// One step of SplitMix64 (Steele, Lea, Flood): advances `state` and returns the next value.
-/// pg_prng seeds with it; the TPC-C-like and AS3AP-like generators are built on it.
-pub fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    splitmix64_mix(*state)
-}
-
-/// SplitMix64's finalizer: a cheap, well-mixing 64-bit hash.
-pub fn splitmix64_mix(mut v: u64) -> u64 {
-    v = (v ^ (v >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    v = (v ^ (v >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    v ^ (v >> 31)
 }
 
 impl PgPrng {

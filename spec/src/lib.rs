@@ -4,6 +4,9 @@
 mod baselines;
 mod error;
 mod files;
+/// The spec fuzz target's body (`fuzz/`), built only with the `fuzzing` feature (and for
+/// this crate's unit tests).
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod kind;
 mod limits;

@@ -1,8 +1,9 @@
 //! The random generators TPC-C specifies (clause 2.1.6 and 4.3.2): uniform integers,
 //! NURand, a-strings and n-strings, the customer last-name syllables, negative-exponential
-//! think times. A small xoshiro256** keeps generation cheap and reproducible from a seed.
+//! think times. The script language's xoshiro256** keeps generation cheap and reproducible
+//! from a seed.
 
-use blocklab_script::prng::splitmix64;
+use blocklab_script::prng::Xoshiro256;
 
 /// The ten syllables customer last names are made of (clause 4.3.2.3).
 const SYLLABLES: [&str; 10] = [
@@ -15,31 +16,21 @@ const ALNUM: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq
 /// derived from it so that the difference satisfies clause 2.1.6.1.
 pub const C_LAST_LOAD: i64 = 157;
 
-/// xoshiro256** seeded through splitmix64.
+/// TPC-C's generators over xoshiro256** seeded through splitmix64.
 #[derive(Clone, Debug)]
 pub struct Rng {
-    s: [u64; 4],
+    x: Xoshiro256,
 }
 
 impl Rng {
     pub fn seed(seed: u64) -> Rng {
-        let mut x = seed;
         Rng {
-            s: std::array::from_fn(|_| splitmix64(&mut x)),
+            x: Xoshiro256::seed(seed),
         }
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        let s = &mut self.s;
-        let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
-        let t = s[1] << 17;
-        s[2] ^= s[0];
-        s[3] ^= s[1];
-        s[1] ^= s[2];
-        s[0] ^= s[3];
-        s[2] ^= t;
-        s[3] = s[3].rotate_left(45);
-        result
+        self.x.next_u64()
     }
 
     /// A uniform integer in `lo..=hi`.
@@ -58,7 +49,7 @@ impl Rng {
 
     /// A uniform float in `[0, 1)`.
     pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+        self.x.unit()
     }
 
     /// NURand(A, x, y) with run-time constant `c` (clause 2.1.6).

@@ -116,7 +116,7 @@ fn error_page(status: StatusCode, message: &str) -> Response {
 
 /// The page for an error, with the status of its code (the same table gRPC uses).
 fn service_error(e: &impl ServiceError) -> Response {
-    if e.code() == ErrorCode::Unavailable {
+    if matches!(e.code(), ErrorCode::Unavailable | ErrorCode::Internal) {
         tracing::error!(error = %e, "dashboard: catalog read failed");
     }
     error_page(e.code().http(), &e.to_string())

@@ -406,7 +406,7 @@ impl Fleet for FleetService {
             .catalog
             .host_credentials()
             .await
-            .map_err(|e| Status::unavailable(e.to_string()))?;
+            .map_err(Status::from)?;
         let authorization = request
             .metadata()
             .get("authorization")
@@ -483,7 +483,7 @@ impl Fleet for FleetService {
                 last_seen: String::new(),
             })
             .await
-            .map_err(|e| Status::unavailable(e.to_string()))?;
+            .map_err(Status::from)?;
 
         let (tx, rx) = mpsc::channel(64);
         let generation = {

@@ -1,51 +1,30 @@
-//! A small seeded PRNG for the calibration simulation: xoshiro256** seeded by splitmix64,
-//! normal deviates by Box–Muller.
+//! The calibration simulation's seeded numbers: the script language's xoshiro256** (seeded
+//! by splitmix64), normal deviates by Box–Muller.
+
+use blocklab_script::prng::Xoshiro256;
 
 /// Deterministic pseudo-random numbers from a seed.
 #[derive(Debug, Clone)]
 pub struct Prng {
-    s: [u64; 4],
+    x: Xoshiro256,
     spare: Option<f64>,
-}
-
-fn splitmix64(x: &mut u64) -> u64 {
-    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *x;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 impl Prng {
     pub fn new(seed: u64) -> Prng {
-        let mut x = seed;
         Prng {
-            s: [
-                splitmix64(&mut x),
-                splitmix64(&mut x),
-                splitmix64(&mut x),
-                splitmix64(&mut x),
-            ],
+            x: Xoshiro256::seed(seed),
             spare: None,
         }
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        let s = &mut self.s;
-        let out = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
-        let t = s[1] << 17;
-        s[2] ^= s[0];
-        s[3] ^= s[1];
-        s[1] ^= s[2];
-        s[0] ^= s[3];
-        s[2] ^= t;
-        s[3] = s[3].rotate_left(45);
-        out
+        self.x.next_u64()
     }
 
     /// Uniform in [0, 1).
     pub fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        self.x.unit()
     }
 
     /// Standard normal.

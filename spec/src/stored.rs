@@ -148,4 +148,21 @@ mod tests {
         assert_eq!(back.headline_metric(), "tps");
         assert_eq!(back.size(), (2, 4));
     }
+
+    #[test]
+    fn seeded_kinds_take_the_job_seed_and_maintenance_none() {
+        let head = "name = \"t\"\n[source]\ntarball = \"/x.tar.bz2\"\n[matrix]\nclients = [1]\n[workload]\n";
+        for (kind, seeded) in [
+            ("pgbench", true),
+            ("tpcc", true),
+            ("as3ap", true),
+            ("maintenance", false),
+        ] {
+            let text = format!("{head}kind = \"{kind}\"\nduration = \"5s\"\n");
+            let plan = JobPlan::parse(&text, None)
+                .expect("valid")
+                .with_random_seed(42);
+            assert_eq!(plan.random_seed(), seeded.then_some(42), "{kind}");
+        }
+    }
 }

@@ -366,3 +366,108 @@ pub fn init_result(r: InitReport) -> InitDataResult {
         sql_seconds: 0.0,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task() -> RunLoadTask {
+        RunLoadTask {
+            conninfo: Some(ConnInfo::default()),
+            builtin: "select-only".into(),
+            protocol: "simple".into(),
+            clients: 1,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn unset_seed_and_limits_stay_none_and_set_ones_carry_over() {
+        let o = load_options(&task()).expect("valid");
+        assert_eq!(
+            (o.random_seed, o.latency_limit, o.retry_time_limit),
+            (None, None, None)
+        );
+        let t = RunLoadTask {
+            random_seed: Some(0),
+            latency_limit_ms: Some(250.0),
+            retry_time_limit_ms: Some(3000),
+            ..task()
+        };
+        let o = load_options(&t).expect("valid");
+        assert_eq!(o.random_seed, Some(0));
+        assert_eq!(o.latency_limit, Some(Duration::from_millis(250)));
+        assert_eq!(o.retry_time_limit, Some(Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn set_limits_must_be_positive() {
+        for (t, field) in [
+            (
+                RunLoadTask {
+                    latency_limit_ms: Some(0.0),
+                    ..task()
+                },
+                "latency_limit_ms",
+            ),
+            (
+                RunLoadTask {
+                    latency_limit_ms: Some(f64::NAN),
+                    ..task()
+                },
+                "latency_limit_ms",
+            ),
+            (
+                RunLoadTask {
+                    retry_time_limit_ms: Some(0),
+                    ..task()
+                },
+                "retry_time_limit_ms",
+            ),
+        ] {
+            let e = load_options(&t).expect_err(field);
+            assert!(
+                matches!(&e, WorkerError::InvalidArgument(m) if m.contains(field)),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_wire_step_converts_and_unspecified_or_unknown_is_refused() {
+        let of = |step: i32| {
+            workload_step(&WorkloadStepTask {
+                step,
+                ..Default::default()
+            })
+        };
+        let all = [
+            (WorkloadStepName::WorkloadStepSchema, WorkloadStep::Schema),
+            (WorkloadStepName::WorkloadStepLoad, WorkloadStep::Load),
+            (WorkloadStepName::WorkloadStepFinish, WorkloadStep::Finish),
+            (WorkloadStepName::WorkloadStepCheck, WorkloadStep::Check),
+            (
+                WorkloadStepName::WorkloadStepSingleUser,
+                WorkloadStep::SingleUser,
+            ),
+        ];
+        for (wire, step) in all {
+            assert_eq!(of(wire.into()).expect("known"), step);
+        }
+        for bad in [0, 99] {
+            let e = of(bad).expect_err("refused");
+            assert!(
+                matches!(&e, WorkerError::InvalidArgument(m) if m.contains("workload_step.step")),
+                "{e}"
+            );
+        }
+        assert_eq!(
+            step_stage(Some(Workload::Tpcc), Some(WorkloadStep::Check)),
+            Stage::Checking
+        );
+        assert_eq!(
+            step_stage(Some(Workload::Tpcc), Some(WorkloadStep::Load)),
+            Stage::LoadingData
+        );
+    }
+}

@@ -6,7 +6,8 @@ mod support;
 
 use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{
-    As3apParams, RunLoadResult, RunLoadTask, WorkloadKind, WorkloadStepResult, WorkloadStepTask,
+    As3apParams, RunLoadResult, RunLoadTask, WorkloadKind, WorkloadStepName, WorkloadStepResult,
+    WorkloadStepTask,
 };
 use blocklab_worker::engine::control::LoadControl;
 use blocklab_worker::engine::stats::deserialize_histogram;
@@ -89,6 +90,14 @@ fn workload(rows: u64, mix: &str) -> Option<WorkloadKind> {
     })
 }
 
+/// The wire value of a step by its name (`single-user` → `WORKLOAD_STEP_SINGLE_USER`).
+fn wire_step(name: &str) -> i32 {
+    let wire = format!("WORKLOAD_STEP_{}", name.to_uppercase().replace('-', "_"));
+    WorkloadStepName::from_str_name(&wire)
+        .expect("a step")
+        .into()
+}
+
 async fn step(
     server: &TestServer,
     db: &str,
@@ -99,7 +108,7 @@ async fn step(
     let t = WorkloadStepTask {
         conninfo: Some(server.conn(db)),
         workload: workload(rows, ""),
-        step: step.into(),
+        step: wire_step(step),
         part,
         parts: 2,
     };
@@ -126,7 +135,7 @@ async fn mix(
         duration_ms: 2000,
         warmup_ms: 200,
         client_id_offset,
-        random_seed: 42,
+        random_seed: Some(42),
         wait_for_go: go,
         workload: workload(rows, mix),
         ..Default::default()
@@ -508,7 +517,7 @@ async fn invalid_rows_mix_and_step_are_refused() {
         let t = WorkloadStepTask {
             conninfo: Some(nowhere.clone()),
             workload: workload(rows, ""),
-            step: "load".into(),
+            step: WorkloadStepName::WorkloadStepLoad.into(),
             part: 0,
             parts: 1,
         };
@@ -525,25 +534,38 @@ async fn invalid_rows_mix_and_step_are_refused() {
             "{e}"
         );
     }
-    let t = WorkloadStepTask {
-        conninfo: Some(nowhere.clone()),
-        workload: workload(1000, ""),
-        step: "multi-user".into(),
-        part: 0,
-        parts: 1,
-    };
-    let e = serve::workload_step(
-        Workload::As3ap,
-        &t,
-        &ProgressSink::detached(),
-        &LoadControl::default(),
-    )
-    .await
-    .unwrap_err();
-    assert!(
-        matches!(&e, WorkerError::InvalidArgument(m) if m.contains("load, single-user")),
-        "{e}"
-    );
+    // A TPC-C-like step, no step and a value this worker does not know.
+    for (step, says) in [
+        (
+            WorkloadStepName::WorkloadStepSchema.into(),
+            "load, single-user",
+        ),
+        (
+            WorkloadStepName::WorkloadStepUnspecified.into(),
+            "workload_step.step is unspecified",
+        ),
+        (99, "workload_step.step 99 is unknown"),
+    ] {
+        let t = WorkloadStepTask {
+            conninfo: Some(nowhere.clone()),
+            workload: workload(1000, ""),
+            step,
+            part: 0,
+            parts: 1,
+        };
+        let e = serve::workload_step(
+            Workload::As3ap,
+            &t,
+            &ProgressSink::detached(),
+            &LoadControl::default(),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(&e, WorkerError::InvalidArgument(m) if m.contains(says)),
+            "{e}"
+        );
+    }
     for (rows, m, field) in [
         (1000, "mixed-dss", "mixed-ir, mixed-oltp"),
         (1000, "", "mix"),

@@ -4,7 +4,7 @@
 mod support;
 
 use blocklab_daemon::fleet::ProgressSink;
-use blocklab_proto::{As3apParams, RunLoadTask, WorkloadKind, WorkloadStepTask};
+use blocklab_proto::{As3apParams, RunLoadTask, WorkloadKind, WorkloadStepName, WorkloadStepTask};
 use blocklab_worker::LoadControl;
 use blocklab_worker::serve::{self, Workload};
 use support::TestServer;
@@ -34,7 +34,7 @@ async fn every_protocol_counts_the_tuples_of_both_mixes() {
     let load = WorkloadStepTask {
         conninfo: Some(server.conn("asproto")),
         workload: workload(""),
-        step: "load".into(),
+        step: WorkloadStepName::WorkloadStepLoad.into(),
         part: 0,
         parts: 1,
     };
@@ -52,7 +52,7 @@ async fn every_protocol_counts_the_tuples_of_both_mixes() {
                 duration_ms: 700,
                 // Not the first client ids: no cross section, only the users.
                 client_id_offset: 2,
-                random_seed: 42,
+                random_seed: Some(42),
                 protocol: protocol.into(),
                 workload: workload(name),
                 ..Default::default()

@@ -257,7 +257,7 @@ fn load_task(server: &TestServer, id: &str, duration_ms: u64, go: bool) -> Task 
                 name: "k".into(),
                 value: "5".into(),
             }],
-            random_seed: 7,
+            random_seed: Some(7),
             ..Default::default()
         })),
     }

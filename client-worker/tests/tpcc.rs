@@ -8,11 +8,20 @@ use std::time::Instant;
 
 use blocklab_daemon::fleet::ProgressSink;
 use blocklab_proto::{
-    RunLoadResult, RunLoadTask, TpccParams, WorkloadKind, WorkloadStepResult, WorkloadStepTask,
+    RunLoadResult, RunLoadTask, TpccParams, WorkloadKind, WorkloadStepName, WorkloadStepResult,
+    WorkloadStepTask,
 };
 use blocklab_worker::serve::{self, Workload};
 use blocklab_worker::{LoadControl, WorkerError, tpcc};
 use support::TestServer;
+
+/// The wire value of a step by its name (`single-user` → `WORKLOAD_STEP_SINGLE_USER`).
+fn wire_step(name: &str) -> i32 {
+    let wire = format!("WORKLOAD_STEP_{}", name.to_uppercase().replace('-', "_"));
+    WorkloadStepName::from_str_name(&wire)
+        .expect("a step")
+        .into()
+}
 
 fn kind(warehouses: u32, keying_thinking: bool, time_scale: f64) -> WorkloadKind {
     WorkloadKind {
@@ -37,7 +46,7 @@ async fn step(
     let t = WorkloadStepTask {
         conninfo: Some(server.conn(db)),
         workload: Some(kind(warehouses, false, 0.0)),
-        step: name.into(),
+        step: wire_step(name),
         part,
         parts,
     };
@@ -86,7 +95,7 @@ async fn run(
         threads: 1,
         duration_ms,
         warmup_ms: 300,
-        random_seed: 42,
+        random_seed: Some(42),
         workload: Some(kind(warehouses, keying_thinking, time_scale)),
         ..RunLoadTask::default()
     };
@@ -320,7 +329,7 @@ async fn zero_warehouses_is_refused() {
     let t = WorkloadStepTask {
         conninfo: Some(conn.clone()),
         workload: Some(kind(0, false, 0.0)),
-        step: "load".into(),
+        step: WorkloadStepName::WorkloadStepLoad.into(),
         part: 0,
         parts: 1,
     };

@@ -11,7 +11,7 @@ use blocklab_testpg::PgServer;
 fn host(id: &str, version: &str) -> HostRecord {
     HostRecord {
         host_id: id.into(),
-        role: "agent".into(),
+        role: blocklab_spec::HostRole::Agent,
         labels: Vec::new(),
         address: "127.0.0.1".into(),
         version: version.into(),

@@ -38,7 +38,9 @@ pub use reserved::RESERVED_SETTINGS;
 pub use script::{
     DataInit, Files, PgbenchInit, PgbenchOptions, ScriptSource, UserFile, WeightedScript,
 };
-pub use state::{BuildStep, HostRole, JobKind, JobState, RunState, Stage, WorkloadName};
+pub use state::{
+    BuildStep, HostRole, JobKind, JobState, RunState, Stage, WorkloadName, WorkloadStep,
+};
 pub use stored::JobPlan;
 pub use validate::validate_configure_flag;
 

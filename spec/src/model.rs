@@ -439,6 +439,12 @@ pub enum WorkloadKind {
 }
 
 impl WorkloadKind {
+    /// Whether its runs draw from random streams the job's random seed starts (all but the
+    /// maintenance timings).
+    pub fn is_seeded(&self) -> bool {
+        !matches!(self, WorkloadKind::Maintenance { .. })
+    }
+
     pub fn name(&self) -> &'static str {
         self.kind_name().as_str()
     }

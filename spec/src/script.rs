@@ -74,7 +74,8 @@ pub struct PgbenchOptions {
     pub connect_per_transaction: bool,
     /// `-t`: transactions per client instead of the duration (0 = the duration).
     pub transactions: u64,
-    /// `--random-seed`: the spec's, or the one chosen when the job was submitted.
+    /// `--random-seed`: the spec's, or the one chosen when the job was submitted (the one
+    /// TPC-C-like and AS3AP-like runs draw from too).
     pub random_seed: Option<u64>,
     /// `-r`
     pub statement_latencies: bool,

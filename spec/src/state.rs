@@ -87,6 +87,18 @@ named_enum!(
 );
 
 named_enum!(
+    /// A worker step of a TPC-C-like or AS3AP-like workload outside the measured window
+    /// (TPC-C-like: schema, load, finish, check; AS3AP-like: load, single-user).
+    WorkloadStep, "workload step", {
+        Schema = "schema",
+        Load = "load",
+        Finish = "finish",
+        Check = "check",
+        SingleUser = "single-user",
+    }
+);
+
+named_enum!(
     /// What a job is: a benchmark (the matrix of page sizes) or an I/O probe.
     JobKind, "job kind", {
         Benchmark = "benchmark",

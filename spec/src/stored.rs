@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::SpecError;
-use crate::model::{JobSpec, Plan, ProbeSpec, Spec, WorkloadKind};
+use crate::model::{JobSpec, Plan, ProbeSpec, Spec};
 use crate::script::{Files, ScriptSource, UserFile};
 use crate::state::JobKind;
 
@@ -29,14 +29,15 @@ impl JobPlan {
         Ok(Self::new(JobSpec::parse_with(text, seed, files)?))
     }
 
-    /// Gives every pgbench workload without a random seed `seed` (the job's one seed,
-    /// chosen at submit when the spec names none).
+    /// Gives every workload with random streams (pgbench, TPC-C-like, AS3AP-like) that has
+    /// no random seed `seed` (the job's one seed, chosen at submit when the spec names none);
+    /// every run's streams derive from it.
     pub fn with_random_seed(mut self, seed: u64) -> Self {
         if let JobPlan::Benchmark { spec, .. } = &mut self {
             let workloads = std::iter::once(&mut spec.workload)
                 .chain(spec.workload_variants.iter_mut().map(|(_, w)| w));
             for w in workloads {
-                if w.kind == WorkloadKind::Pgbench {
+                if w.kind.is_seeded() {
                     w.pgbench.random_seed.get_or_insert(seed);
                 }
             }
@@ -44,7 +45,7 @@ impl JobPlan {
         self
     }
 
-    /// The job's random seed: its workload's (pgbench jobs only).
+    /// The job's random seed: its workload's (none for maintenance jobs and probes).
     pub fn random_seed(&self) -> Option<u64> {
         match self {
             JobPlan::Benchmark { spec, .. } => spec.workload.pgbench.random_seed,
@@ -146,5 +147,22 @@ mod tests {
         assert_eq!(back.workload(), "pgbench");
         assert_eq!(back.headline_metric(), "tps");
         assert_eq!(back.size(), (2, 4));
+    }
+
+    #[test]
+    fn seeded_kinds_take_the_job_seed_and_maintenance_none() {
+        let head = "name = \"t\"\n[source]\ntarball = \"/x.tar.bz2\"\n[matrix]\nclients = [1]\n[workload]\n";
+        for (kind, seeded) in [
+            ("pgbench", true),
+            ("tpcc", true),
+            ("as3ap", true),
+            ("maintenance", false),
+        ] {
+            let text = format!("{head}kind = \"{kind}\"\nduration = \"5s\"\n");
+            let plan = JobPlan::parse(&text, None)
+                .expect("valid")
+                .with_random_seed(42);
+            assert_eq!(plan.random_seed(), seeded.then_some(42), "{kind}");
+        }
     }
 }

@@ -118,7 +118,7 @@ async fn spine(opts: LabOptions) {
         .hosts;
     let agent = hosts
         .iter()
-        .find(|h| h.role == "agent")
+        .find(|h| h.role() == blocklab_proto::v1::Role::Agent)
         .expect("agent listed");
     let facts: serde_json::Value = serde_json::from_str(&agent.facts_json).expect("facts are JSON");
     for key in ["cpu_model", "memory_bytes", "kernel", "os_name"] {

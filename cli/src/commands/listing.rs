@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use blocklab_proto::v1::{AgentBuild, HostInfo, JobSummary};
+use blocklab_proto::v1::{AgentBuild, HostInfo, JobSummary, Role};
+use blocklab_spec::HostRole;
 use comfy_table::Table;
 
 use super::table::table;
@@ -78,7 +79,7 @@ pub fn hosts_table(hosts: &[HostInfo]) -> Table {
         };
         t.add_row(vec![
             h.host_id.clone(),
-            h.role.clone(),
+            role_name(h).into(),
             state.into(),
             h.address.clone(),
             h.labels.join(","),
@@ -90,13 +91,23 @@ pub fn hosts_table(hosts: &[HostInfo]) -> Table {
     t
 }
 
+/// A host's role as the listings show it: `agent`, `worker` (`unknown` for a value this
+/// client does not know).
+fn role_name(h: &HostInfo) -> &'static str {
+    match Role::try_from(h.role) {
+        Ok(Role::Agent) => HostRole::Agent.as_str(),
+        Ok(Role::Worker) => HostRole::Worker.as_str(),
+        _ => "unknown",
+    }
+}
+
 /// Every host's facts, pretty-printed.
 pub fn render_host_facts(hosts: &[HostInfo]) -> String {
     let mut out = String::new();
     for h in hosts {
         let facts: serde_json::Value = serde_json::from_str(&h.facts_json).unwrap_or_default();
         let pretty = serde_json::to_string_pretty(&facts).unwrap_or_default();
-        let _ = writeln!(out, "{} ({}):\n{pretty}", h.host_id, h.role);
+        let _ = writeln!(out, "{} ({}):\n{pretty}", h.host_id, role_name(h));
     }
     out
 }

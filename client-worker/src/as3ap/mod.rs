@@ -98,15 +98,16 @@ impl As3apStep {
     }
 }
 
-impl std::str::FromStr for As3apStep {
-    type Err = WorkerError;
+impl TryFrom<blocklab_spec::WorkloadStep> for As3apStep {
+    type Error = WorkerError;
 
-    fn from_str(s: &str) -> Result<As3apStep, WorkerError> {
+    fn try_from(s: blocklab_spec::WorkloadStep) -> Result<As3apStep, WorkerError> {
+        use blocklab_spec::WorkloadStep;
         match s {
-            "load" => Ok(As3apStep::Load),
-            "single-user" => Ok(As3apStep::SingleUser),
+            WorkloadStep::Load => Ok(As3apStep::Load),
+            WorkloadStep::SingleUser => Ok(As3apStep::SingleUser),
             other => Err(WorkerError::InvalidArgument(format!(
-                "step {other:?} is unknown for as3ap; allowed: load, single-user"
+                "workload_step.step {other} is not an as3ap step; allowed: load, single-user"
             ))),
         }
     }

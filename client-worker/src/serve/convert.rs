@@ -1,13 +1,13 @@
 //! The wire types (blocklab_proto) to the worker's own and back: the only place the
 //! worker converts between them.
 
-use blocklab_spec::WorkloadName;
+use blocklab_spec::{WorkloadName, WorkloadStep};
 use std::time::Duration;
 
 use blocklab_proto::{
     ConnInfo, InitDataResult, InitDataTask, PerSecondSample, RunLoadResult, RunLoadTask,
-    StatementStats, TxnTypeStats, WorkloadKind, WorkloadMetric, WorkloadStepResult,
-    WorkloadStepTask,
+    StatementStats, TxnTypeStats, WorkloadKind, WorkloadMetric, WorkloadStepName,
+    WorkloadStepResult, WorkloadStepTask,
 };
 use blocklab_script::Protocol;
 use blocklab_spec::Stage;
@@ -19,7 +19,7 @@ use crate::engine::stats::{self, Sample};
 use crate::engine::window::{Metric, StepOutcome, StepParams, WindowOutcome, WindowParams};
 use crate::error::WorkerError;
 use crate::init::{InitOptions, InitReport, PartitionMethod};
-use crate::tpcc::{TpccOptions, TpccStep};
+use crate::tpcc::TpccOptions;
 
 /// The workload kind of a task, parsed once from its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,10 +58,28 @@ impl Workload {
     }
 }
 
+/// The step a workload-step task names; unspecified or unknown is refused.
+pub fn workload_step(t: &WorkloadStepTask) -> Result<WorkloadStep, WorkerError> {
+    match WorkloadStepName::try_from(t.step) {
+        Ok(WorkloadStepName::WorkloadStepSchema) => Ok(WorkloadStep::Schema),
+        Ok(WorkloadStepName::WorkloadStepLoad) => Ok(WorkloadStep::Load),
+        Ok(WorkloadStepName::WorkloadStepFinish) => Ok(WorkloadStep::Finish),
+        Ok(WorkloadStepName::WorkloadStepCheck) => Ok(WorkloadStep::Check),
+        Ok(WorkloadStepName::WorkloadStepSingleUser) => Ok(WorkloadStep::SingleUser),
+        Ok(WorkloadStepName::WorkloadStepUnspecified) => Err(WorkerError::InvalidArgument(
+            "workload_step.step is unspecified".into(),
+        )),
+        Err(_) => Err(WorkerError::InvalidArgument(format!(
+            "workload_step.step {} is unknown",
+            t.step
+        ))),
+    }
+}
+
 /// The stage a workload step runs in: checking for TPC-C's check, loading data otherwise.
-pub fn step_stage(kind: Option<Workload>, step: &str) -> Stage {
-    match (kind, step.parse::<TpccStep>()) {
-        (Some(Workload::Tpcc), Ok(TpccStep::Check)) => Stage::Checking,
+pub fn step_stage(kind: Option<Workload>, step: Option<WorkloadStep>) -> Stage {
+    match (kind, step) {
+        (Some(Workload::Tpcc), Some(WorkloadStep::Check)) => Stage::Checking,
         _ => Stage::LoadingData,
     }
 }
@@ -94,9 +112,23 @@ pub fn load_options(task: &RunLoadTask) -> Result<LoadOptions, WorkerError> {
             ));
         }
     }
-    if task.rate < 0.0 || task.latency_limit_ms < 0.0 {
-        return Err(bad("rate and latency_limit_ms must not be negative".into()));
+    if task.rate < 0.0 {
+        return Err(bad("rate must not be negative".into()));
     }
+    let latency_limit = match task.latency_limit_ms {
+        Some(l) if !(l.is_finite() && l > 0.0) => {
+            return Err(bad(format!(
+                "latency_limit_ms {l} must be positive when set"
+            )));
+        }
+        l => l.map(|l| Duration::from_secs_f64(l / 1e3)),
+    };
+    let retry_time_limit = match task.retry_time_limit_ms {
+        Some(0) => {
+            return Err(bad("retry_time_limit_ms must be positive when set".into()));
+        }
+        l => l.map(Duration::from_millis),
+    };
     let mut o = LoadOptions::new(
         conn.to_conninfo_string(),
         Duration::from_millis(task.duration_ms),
@@ -109,13 +141,11 @@ pub fn load_options(task: &RunLoadTask) -> Result<LoadOptions, WorkerError> {
     o.scale = task.scale;
     o.transactions_per_client = task.transactions_per_client;
     o.rate = task.rate;
-    o.latency_limit =
-        (task.latency_limit_ms > 0.0).then(|| Duration::from_secs_f64(task.latency_limit_ms / 1e3));
+    o.latency_limit = latency_limit;
     // 0 = unlimited, bounded by the latency limit, the window's end or the retry time limit.
     o.max_tries = task.max_tries;
-    o.retry_time_limit =
-        (task.retry_time_limit_ms > 0).then(|| Duration::from_millis(task.retry_time_limit_ms));
-    o.random_seed = (task.random_seed != 0).then_some(task.random_seed);
+    o.retry_time_limit = retry_time_limit;
+    o.random_seed = task.random_seed;
     o.client_id_offset = task.client_id_offset;
     o.variables = task
         .variables
@@ -185,7 +215,7 @@ pub fn window_params(t: &RunLoadTask, protocol: Protocol) -> WindowParams {
         clients: t.clients,
         duration: Duration::from_millis(t.duration_ms),
         warmup: Duration::from_millis(t.warmup_ms),
-        random_seed: (t.random_seed != 0).then_some(t.random_seed),
+        random_seed: t.random_seed,
         client_id_offset: t.client_id_offset,
         protocol,
     }
@@ -334,5 +364,110 @@ pub fn init_result(r: InitReport) -> InitDataResult {
         accounts_rows: r.accounts_rows,
         pgbench_seconds: r.seconds,
         sql_seconds: 0.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task() -> RunLoadTask {
+        RunLoadTask {
+            conninfo: Some(ConnInfo::default()),
+            builtin: "select-only".into(),
+            protocol: "simple".into(),
+            clients: 1,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn unset_seed_and_limits_stay_none_and_set_ones_carry_over() {
+        let o = load_options(&task()).expect("valid");
+        assert_eq!(
+            (o.random_seed, o.latency_limit, o.retry_time_limit),
+            (None, None, None)
+        );
+        let t = RunLoadTask {
+            random_seed: Some(0),
+            latency_limit_ms: Some(250.0),
+            retry_time_limit_ms: Some(3000),
+            ..task()
+        };
+        let o = load_options(&t).expect("valid");
+        assert_eq!(o.random_seed, Some(0));
+        assert_eq!(o.latency_limit, Some(Duration::from_millis(250)));
+        assert_eq!(o.retry_time_limit, Some(Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn set_limits_must_be_positive() {
+        for (t, field) in [
+            (
+                RunLoadTask {
+                    latency_limit_ms: Some(0.0),
+                    ..task()
+                },
+                "latency_limit_ms",
+            ),
+            (
+                RunLoadTask {
+                    latency_limit_ms: Some(f64::NAN),
+                    ..task()
+                },
+                "latency_limit_ms",
+            ),
+            (
+                RunLoadTask {
+                    retry_time_limit_ms: Some(0),
+                    ..task()
+                },
+                "retry_time_limit_ms",
+            ),
+        ] {
+            let e = load_options(&t).expect_err(field);
+            assert!(
+                matches!(&e, WorkerError::InvalidArgument(m) if m.contains(field)),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_wire_step_converts_and_unspecified_or_unknown_is_refused() {
+        let of = |step: i32| {
+            workload_step(&WorkloadStepTask {
+                step,
+                ..Default::default()
+            })
+        };
+        let all = [
+            (WorkloadStepName::WorkloadStepSchema, WorkloadStep::Schema),
+            (WorkloadStepName::WorkloadStepLoad, WorkloadStep::Load),
+            (WorkloadStepName::WorkloadStepFinish, WorkloadStep::Finish),
+            (WorkloadStepName::WorkloadStepCheck, WorkloadStep::Check),
+            (
+                WorkloadStepName::WorkloadStepSingleUser,
+                WorkloadStep::SingleUser,
+            ),
+        ];
+        for (wire, step) in all {
+            assert_eq!(of(wire.into()).expect("known"), step);
+        }
+        for bad in [0, 99] {
+            let e = of(bad).expect_err("refused");
+            assert!(
+                matches!(&e, WorkerError::InvalidArgument(m) if m.contains("workload_step.step")),
+                "{e}"
+            );
+        }
+        assert_eq!(
+            step_stage(Some(Workload::Tpcc), Some(WorkloadStep::Check)),
+            Stage::Checking
+        );
+        assert_eq!(
+            step_stage(Some(Workload::Tpcc), Some(WorkloadStep::Load)),
+            Stage::LoadingData
+        );
     }
 }

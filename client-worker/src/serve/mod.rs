@@ -226,7 +226,8 @@ impl WorkerHandler {
         progress: &ProgressSink,
     ) -> task_result::Outcome {
         let kind = Workload::of(t.workload.as_ref());
-        let stage = convert::step_stage(kind, &t.step);
+        let step = convert::workload_step(t);
+        let stage = convert::step_stage(kind, step.as_ref().ok().copied());
         if lock(&self.cancelled).remove(task_id) {
             return task_error(stage.as_str(), "cancelled", "");
         }
@@ -238,8 +239,13 @@ impl WorkerHandler {
             go: None,
         });
         let name = t.workload.as_ref().map_or("", |w| w.kind.as_str());
-        progress.stage(stage, &format!("{name} {}", t.step)).await;
-        let res = workload_step(kind.unwrap_or(Workload::Pgbench), t, progress, &ctl).await;
+        let res = match step {
+            Ok(step) => {
+                progress.stage(stage, &format!("{name} {step}")).await;
+                workload::run_step(kind.unwrap_or(Workload::Pgbench), step, t, progress, &ctl).await
+            }
+            Err(e) => Err(e),
+        };
         *lock(&self.running) = None;
         if ctl.stop.load(std::sync::atomic::Ordering::Relaxed) {
             return task_error(stage.as_str(), "cancelled", "");

@@ -7,7 +7,7 @@ use blocklab_proto::{
     WorkloadStepTask,
 };
 use blocklab_script::Protocol;
-use blocklab_spec::Stage;
+use blocklab_spec::{Stage, WorkloadStep};
 use tokio::sync::oneshot;
 
 use super::convert::{self, Workload};
@@ -93,18 +93,28 @@ pub async fn workload_step(
     progress: &ProgressSink,
     ctl: &LoadControl,
 ) -> Result<WorkloadStepResult, WorkerError> {
+    let step = convert::workload_step(t)?;
+    run_step(kind, step, t, progress, ctl).await
+}
+
+/// Runs `step` (the task's, converted) of a TPC-C-like or AS3AP-like workload.
+pub(super) async fn run_step(
+    kind: Workload,
+    step: WorkloadStep,
+    t: &WorkloadStepTask,
+    progress: &ProgressSink,
+    ctl: &LoadControl,
+) -> Result<WorkloadStepResult, WorkerError> {
     let w = t.workload.as_ref();
     let p = convert::step_params(t);
     let outcome = match kind {
         Workload::Tpcc => {
             let o = convert::tpcc_options(w)?;
-            let step: tpcc::TpccStep = t.step.parse()?;
-            tpcc::step(step, &o, &p, progress, ctl).await?
+            tpcc::step(step.try_into()?, &o, &p, progress, ctl).await?
         }
         Workload::As3ap => {
             let rows = convert::as3ap_rows(w)?;
-            let step: as3ap::As3apStep = t.step.parse()?;
-            as3ap::step(step, rows, &p, progress, ctl).await?
+            as3ap::step(step.try_into()?, rows, &p, progress, ctl).await?
         }
         Workload::Pgbench => {
             return Err(WorkerError::InvalidArgument(format!(

@@ -1,6 +1,6 @@
 //! The TPC-C cardinalities, the validated parameters of a run, and the steps.
 
-use std::str::FromStr;
+use blocklab_spec::WorkloadStep;
 
 use crate::error::WorkerError;
 
@@ -68,17 +68,17 @@ impl TpccStep {
     }
 }
 
-impl FromStr for TpccStep {
-    type Err = WorkerError;
+impl TryFrom<WorkloadStep> for TpccStep {
+    type Error = WorkerError;
 
-    fn from_str(s: &str) -> Result<TpccStep, WorkerError> {
+    fn try_from(s: WorkloadStep) -> Result<TpccStep, WorkerError> {
         match s {
-            "schema" => Ok(TpccStep::Schema),
-            "load" => Ok(TpccStep::Load),
-            "finish" => Ok(TpccStep::Finish),
-            "check" => Ok(TpccStep::Check),
+            WorkloadStep::Schema => Ok(TpccStep::Schema),
+            WorkloadStep::Load => Ok(TpccStep::Load),
+            WorkloadStep::Finish => Ok(TpccStep::Finish),
+            WorkloadStep::Check => Ok(TpccStep::Check),
             other => Err(WorkerError::InvalidArgument(format!(
-                "tpcc step {other:?} is unknown; allowed: schema, load, finish, check"
+                "workload_step.step {other} is not a tpcc step; allowed: schema, load, finish, check"
             ))),
         }
     }

@@ -98,7 +98,7 @@ impl Catalog {
                facts_json = excluded.facts_json, last_seen = excluded.last_seen",
         )
         .bind(&h.host_id)
-        .bind(&h.role)
+        .bind(h.role.as_str())
         .bind(serde_json::to_string(&h.labels).unwrap_or_else(|_| "[]".into()))
         .bind(&h.address)
         .bind(&h.version)

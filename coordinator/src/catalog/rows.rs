@@ -1,7 +1,7 @@
 //! Plain records read from and written to the catalog.
 
 use blocklab_spec::state::UnknownName;
-use blocklab_spec::{JobKind, JobState, RunState, Stage};
+use blocklab_spec::{HostRole, JobKind, JobState, RunState, Stage};
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
@@ -43,7 +43,7 @@ pub(super) fn flag_of(row: &AnyRow, col: &str) -> Result<Option<bool>, sqlx::Err
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostRecord {
     pub host_id: String,
-    pub role: String,
+    pub role: HostRole,
     pub labels: Vec<String>,
     pub address: String,
     pub version: String,
@@ -56,7 +56,10 @@ impl HostRecord {
         let labels: String = row.try_get("labels")?;
         Ok(Self {
             host_id: row.try_get("host_id")?,
-            role: row.try_get("role")?,
+            role: row
+                .try_get::<String, _>("role")?
+                .parse()
+                .map_err(CatalogError::Corrupt)?,
             labels: serde_json::from_str(&labels).unwrap_or_default(),
             address: row.try_get("address")?,
             version: row.try_get("version")?,

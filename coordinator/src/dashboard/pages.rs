@@ -79,7 +79,7 @@ pub fn index(hosts: &[HostRecord], up: &[bool], jobs: &[JobRecord], catalog_path
         let _ = write!(
             out,
             "<tr data-host=\"{id}\"><td>{id}</td><td>{}</td><td class=\"{class}\">{word}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><details><summary>facts</summary>{facts}</details></td></tr>",
-            esc(&h.role),
+            esc(h.role.as_str()),
             esc(&h.address),
             esc(&h.labels.join(", ")),
             esc(&h.version),

@@ -1,8 +1,8 @@
 //! What hosts report becomes domain types here: progress reports, load results and workload
-//! metrics.
+//! metrics; and the domain enums the coordinator sends become wire enums (steps, roles).
 
-use blocklab_proto::v1::TaskProgress;
-use blocklab_spec::Stage;
+use blocklab_proto::v1::{Role, TaskProgress, WorkloadStepName};
+use blocklab_spec::{HostRole, Stage, WorkloadStep};
 
 use super::{Progress, ProgressEvent};
 use crate::load::{LoadResult, Metric, Sample, Statement, TxnType};
@@ -119,6 +119,40 @@ impl From<blocklab_proto::WorkloadMetric> for Metric {
             value: m.value,
             unit: m.unit,
             higher_is_better: m.higher_is_better,
+        }
+    }
+}
+
+/// The wire form of a workload step.
+pub(crate) fn step_name(step: WorkloadStep) -> WorkloadStepName {
+    match step {
+        WorkloadStep::Schema => WorkloadStepName::WorkloadStepSchema,
+        WorkloadStep::Load => WorkloadStepName::WorkloadStepLoad,
+        WorkloadStep::Finish => WorkloadStepName::WorkloadStepFinish,
+        WorkloadStep::Check => WorkloadStepName::WorkloadStepCheck,
+        WorkloadStep::SingleUser => WorkloadStepName::WorkloadStepSingleUser,
+    }
+}
+
+/// The wire form of a host role.
+pub(crate) fn role(role: HostRole) -> Role {
+    match role {
+        HostRole::Agent => Role::Agent,
+        HostRole::Worker => Role::Worker,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_step_and_role_has_a_specified_wire_value() {
+        for s in WorkloadStep::ALL {
+            assert_ne!(step_name(*s), WorkloadStepName::WorkloadStepUnspecified);
+        }
+        for r in HostRole::ALL {
+            assert_ne!(role(*r), Role::Unspecified);
         }
     }
 }

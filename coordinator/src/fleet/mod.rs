@@ -29,6 +29,7 @@ use crate::catalog::{Catalog, HostRecord};
 use crate::error::status;
 
 mod convert;
+pub(crate) use convert::{role, step_name};
 pub mod identity;
 pub mod tasks;
 
@@ -475,7 +476,7 @@ impl Fleet for FleetService {
         self.catalog
             .upsert_host(&HostRecord {
                 host_id: hello.host_id.clone(),
-                role: role_name.into(),
+                role: host_role,
                 labels: hello.labels.clone(),
                 address: address.clone(),
                 version: hello.version.clone(),

@@ -21,7 +21,7 @@ use super::window::{Window, add_deltas, deltas};
 use super::workload_metrics as wm;
 use crate::catalog::RunOutcome;
 use crate::fleet::tasks::RunOf;
-use blocklab_spec::{Workload, WorkloadKind, WorkloadName};
+use blocklab_spec::{Workload, WorkloadKind, WorkloadName, WorkloadStep};
 
 const MAINTENANCE_TIMEOUT: Duration = Duration::from_secs(6 * 60 * 60);
 
@@ -62,7 +62,6 @@ fn kind_load<'a>(
     workload: &'a Workload,
     scale: u32,
     kind: &'a WireKind,
-    seed: u64,
 ) -> impl Fn(u32, u32) -> RunLoadTask + 'a {
     move |clients, offset| RunLoadTask {
         conninfo: Some(conninfo.clone()),
@@ -73,14 +72,11 @@ fn kind_load<'a>(
         scale,
         client_id_offset: offset,
         workload: Some(kind.clone()),
-        random_seed: seed,
+        // The job's seed, as pgbench runs have it: all workers of a run share the
+        // workload's constants, and a rerun with the same seed replays the streams.
+        random_seed: workload.pgbench.random_seed,
         ..Default::default()
     }
-}
-
-/// One random seed for all workers of a run, so they share the workload's constants.
-fn run_seed() -> u64 {
-    uuid::Uuid::new_v4().as_u64_pair().0 | 1
 }
 
 fn outcome(w: Window, metrics: Vec<Metric>, headline: &str) -> RunOutcome {
@@ -140,9 +136,9 @@ impl Scheduler {
         workers: usize,
         kind: &WireKind,
         conninfo: &ConnInfo,
-        step: &str,
+        step: WorkloadStep,
     ) -> Result<Vec<WorkloadStepResult>, Failure> {
-        let stage = if step == "check" {
+        let stage = if step == WorkloadStep::Check {
             Stage::Checking
         } else {
             Stage::LoadingData
@@ -152,7 +148,7 @@ impl Scheduler {
             let t = WorkloadStepTask {
                 conninfo: Some(conninfo.clone()),
                 workload: Some(kind.clone()),
-                step: step.to_string(),
+                step: crate::fleet::step_name(step).into(),
                 part: u32::try_from(i).unwrap_or(0),
                 parts,
             };
@@ -181,12 +177,14 @@ impl Scheduler {
         check: bool,
     ) -> Result<RunOutcome, Failure> {
         let kind = wire_kind(workload, ctx.cell.scale, "");
-        let seed = run_seed();
         let loading = Instant::now();
-        self.steps(ctx, 1, &kind, &conninfo, "schema").await?;
+        self.steps(ctx, 1, &kind, &conninfo, WorkloadStep::Schema)
+            .await?;
         let loaders = ctx.workers.len().min(ctx.cell.scale as usize).max(1);
-        self.steps(ctx, loaders, &kind, &conninfo, "load").await?;
-        self.steps(ctx, 1, &kind, &conninfo, "finish").await?;
+        self.steps(ctx, loaders, &kind, &conninfo, WorkloadStep::Load)
+            .await?;
+        self.steps(ctx, 1, &kind, &conninfo, WorkloadStep::Finish)
+            .await?;
         let load_s = loading.elapsed().as_secs_f64();
         self.reset_caches(ctx).await?;
         let w = self
@@ -194,7 +192,7 @@ impl Scheduler {
                 ctx,
                 workload.duration + workload.warmup,
                 None,
-                kind_load(&conninfo, workload, ctx.cell.scale, &kind, seed),
+                kind_load(&conninfo, workload, ctx.cell.scale, &kind),
             )
             .await?;
         let mut metrics = wm::tpcc(&w.merged);
@@ -204,7 +202,9 @@ impl Scheduler {
                 .catalog
                 .set_stage(ctx.run_id, ctx.attempt, Stage::Checking)
                 .await;
-            let checked = self.steps(ctx, 1, &kind, &conninfo, "check").await?;
+            let checked = self
+                .steps(ctx, 1, &kind, &conninfo, WorkloadStep::Check)
+                .await?;
             let passed = checked.first().map_or(0, |c| c.notes.len());
             tracing::info!(
                 run_id = ctx.run_id,
@@ -232,7 +232,10 @@ impl Scheduler {
     ) -> Result<RunOutcome, Failure> {
         let kind = wire_kind(workload, ctx.cell.scale, "");
         let mut metrics = Vec::new();
-        for s in self.steps(ctx, 1, &kind, &conninfo, "load").await? {
+        for s in self
+            .steps(ctx, 1, &kind, &conninfo, WorkloadStep::Load)
+            .await?
+        {
             metrics.extend(s.metrics.into_iter().map(Metric::from));
         }
         // Every measured phase (the single-user queries, each mix) starts from the caches
@@ -244,12 +247,14 @@ impl Scheduler {
                 .set_stage(ctx.run_id, ctx.attempt, Stage::SingleUser)
                 .await;
             self.changed(ctx.job_id);
-            for s in self.steps(ctx, 1, &kind, &conninfo, "single-user").await? {
+            for s in self
+                .steps(ctx, 1, &kind, &conninfo, WorkloadStep::SingleUser)
+                .await?
+            {
                 metrics.extend(s.metrics.into_iter().map(Metric::from));
             }
         }
         let mut first: Option<Window> = None;
-        let seed = run_seed();
         for mix in mixes {
             let mix_kind = wire_kind(workload, ctx.cell.scale, mix);
             self.reset_caches(ctx).await?;
@@ -258,7 +263,7 @@ impl Scheduler {
                     ctx,
                     workload.duration + workload.warmup,
                     None,
-                    kind_load(&conninfo, workload, ctx.cell.scale, &mix_kind, seed),
+                    kind_load(&conninfo, workload, ctx.cell.scale, &mix_kind),
                 )
                 .await?;
             metrics.extend(wm::as3ap_mix(mix, &w.merged));

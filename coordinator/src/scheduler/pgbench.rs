@@ -99,10 +99,10 @@ pub(crate) fn load_task<'a>(
         } else {
             o.rate * f64::from(clients) / f64::from(cell.clients)
         },
-        latency_limit_ms: o.latency_limit.map_or(0.0, |l| l.as_secs_f64() * 1e3),
+        latency_limit_ms: o.latency_limit.map(|l| l.as_secs_f64() * 1e3),
         max_tries: o.max_tries,
-        retry_time_limit_ms: o.retry_time_limit.map_or(0, millis),
-        random_seed: o.random_seed.unwrap_or(0),
+        retry_time_limit_ms: o.retry_time_limit.map(millis),
+        random_seed: o.random_seed,
         transactions_per_client: o.transactions,
         variables: o
             .variables

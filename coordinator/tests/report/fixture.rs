@@ -63,7 +63,7 @@ pub fn samples(t: f64, transactions: impl Fn(u32) -> u64) -> Vec<Sample> {
 fn host(id: &str, role: &str, facts: &str) -> HostRecord {
     HostRecord {
         host_id: id.into(),
-        role: role.into(),
+        role: role.parse().expect("a host role"),
         labels: vec!["nvme".into()],
         address: "127.0.0.1".into(),
         version: "0.1.0".into(),

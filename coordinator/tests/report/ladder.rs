@@ -103,7 +103,7 @@ pub async fn build() -> Ladder {
     f.catalog
         .upsert_host(&HostRecord {
             host_id: "db2".into(),
-            role: "agent".into(),
+            role: blocklab_spec::HostRole::Agent,
             labels: vec!["sata".into()],
             address: "127.0.0.2".into(),
             version: "0.1.0".into(),

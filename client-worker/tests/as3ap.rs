@@ -1,6 +1,6 @@
 //! The AS3AP-like suite against a real PostgreSQL: the load's tables, counts and
 //! selectivities; the single-user list's metrics, order and restored row counts; both
-//! multi-user mixes; and argument validation.
+//! multi-user mixes (argument validation is in `as3ap_protocols.rs`).
 
 mod support;
 
@@ -502,96 +502,6 @@ async fn a_stop_ends_a_mix_early() {
         started.elapsed()
     );
     assert!(r.measured_seconds < 5.0);
-}
-
-#[tokio::test]
-async fn invalid_rows_mix_and_step_are_refused() {
-    let nowhere = blocklab_proto::ConnInfo {
-        host: "127.0.0.1".into(),
-        port: 1,
-        user: "nobody".into(),
-        password: String::new(),
-        dbname: "none".into(),
-    };
-    for rows in [0, 999, 100_000_001] {
-        let t = WorkloadStepTask {
-            conninfo: Some(nowhere.clone()),
-            workload: workload(rows, ""),
-            step: WorkloadStepName::WorkloadStepLoad.into(),
-            part: 0,
-            parts: 1,
-        };
-        let e = serve::workload_step(
-            Workload::As3ap,
-            &t,
-            &ProgressSink::detached(),
-            &LoadControl::default(),
-        )
-        .await
-        .unwrap_err();
-        assert!(
-            matches!(&e, WorkerError::InvalidArgument(m) if m.contains("rows")),
-            "{e}"
-        );
-    }
-    // A TPC-C-like step, no step and a value this worker does not know.
-    for (step, says) in [
-        (
-            WorkloadStepName::WorkloadStepSchema.into(),
-            "load, single-user",
-        ),
-        (
-            WorkloadStepName::WorkloadStepUnspecified.into(),
-            "workload_step.step is unspecified",
-        ),
-        (99, "workload_step.step 99 is unknown"),
-    ] {
-        let t = WorkloadStepTask {
-            conninfo: Some(nowhere.clone()),
-            workload: workload(1000, ""),
-            step,
-            part: 0,
-            parts: 1,
-        };
-        let e = serve::workload_step(
-            Workload::As3ap,
-            &t,
-            &ProgressSink::detached(),
-            &LoadControl::default(),
-        )
-        .await
-        .unwrap_err();
-        assert!(
-            matches!(&e, WorkerError::InvalidArgument(m) if m.contains(says)),
-            "{e}"
-        );
-    }
-    for (rows, m, field) in [
-        (1000, "mixed-dss", "mixed-ir, mixed-oltp"),
-        (1000, "", "mix"),
-        (10, "mixed-ir", "rows"),
-    ] {
-        let t = RunLoadTask {
-            conninfo: Some(nowhere.clone()),
-            clients: 1,
-            duration_ms: 1000,
-            workload: workload(rows, m),
-            ..Default::default()
-        };
-        let e = serve::run_workload(
-            Workload::As3ap,
-            &t,
-            &ProgressSink::detached(),
-            &LoadControl::default(),
-            None,
-        )
-        .await
-        .unwrap_err();
-        assert!(
-            matches!(&e, WorkerError::InvalidArgument(msg) if msg.contains(field)),
-            "{e}"
-        );
-    }
 }
 
 /// Prints the load and single-user timings and a 5 s run of each mix at

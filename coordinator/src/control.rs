@@ -359,7 +359,7 @@ impl Control for ControlService {
                         .map(|_| "yes".to_string())
                         .unwrap_or_default(),
                     host_id: h.host_id,
-                    role: crate::fleet::role(h.role).into(),
+                    role: crate::fleet::convert::role(h.role).into(),
                     labels: h.labels,
                     address: h.address,
                     version: h.version,

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use blocklab_proto::v1::fleet_server::Fleet;
 use blocklab_proto::v1::{
-    CoordinatorMessage, HostMessage, Role, Task, TaskResult, Welcome, coordinator_message,
-    host_message, task, task_result,
+    CoordinatorMessage, HostMessage, Task, TaskResult, Welcome, coordinator_message, host_message,
+    task, task_result,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::{Stream, StreamExt};
@@ -28,8 +28,9 @@ use crate::catalog::credentials::CredentialRecord;
 use crate::catalog::{Catalog, HostRecord};
 use crate::error::status;
 
-mod convert;
-pub(crate) use convert::{role, step_name};
+pub(crate) mod convert;
+mod hello;
+
 pub mod identity;
 pub mod tasks;
 
@@ -425,54 +426,17 @@ impl Fleet for FleetService {
         let Some(host_message::Kind::Hello(hello)) = first.kind else {
             return Err(Status::invalid_argument("the first message must be hello"));
         };
-        let role = Role::try_from(hello.role).unwrap_or(Role::Unspecified);
-        let host_role = match role {
-            Role::Agent => HostRole::Agent,
-            Role::Worker => HostRole::Worker,
-            Role::Unspecified => {
-                return Err(Status::invalid_argument(
-                    "hello.role: must be agent or worker",
-                ));
-            }
-        };
+        let host_role = hello::role_and_id(&hello)?;
         let role_name = host_role.as_str();
-        if hello.host_id.is_empty() || hello.host_id.len() > 128 {
-            return Err(Status::invalid_argument(
-                "hello.host_id: must be 1 to 128 characters",
-            ));
-        }
         identity::authorize(&credential, &hello.host_id, host_role, &credentials).map_err(|e| {
             tracing::warn!(peer = ?peer, host_id = %hello.host_id, role = role_name, reason = %e, "host refused");
             status(&e)
         })?;
-        let address = if hello.address.is_empty() {
-            peer.map(|p| p.ip().to_string()).unwrap_or_default()
-        } else {
-            hello.address.clone()
-        };
-        if address.parse::<std::net::IpAddr>().is_err() {
-            return Err(Status::invalid_argument(format!(
-                "hello.address: {address:?} is not an IP address"
-            )));
-        }
-        // No facts is an empty object; anything else must be one.
-        let facts = if hello.facts_json.trim().is_empty() {
-            "{}".to_string()
-        } else {
-            match serde_json::from_str::<serde_json::Value>(&hello.facts_json) {
-                Ok(serde_json::Value::Object(_)) => hello.facts_json.clone(),
-                Ok(_) => {
-                    return Err(Status::invalid_argument(
-                        "hello.facts_json: must be a JSON object",
-                    ));
-                }
-                Err(e) => {
-                    return Err(Status::invalid_argument(format!(
-                        "hello.facts_json: not JSON ({e})"
-                    )));
-                }
-            }
-        };
+        let hello::Checked {
+            address,
+            facts_json: facts,
+            ..
+        } = hello::check(&hello, host_role, peer)?;
         self.catalog
             .upsert_host(&HostRecord {
                 host_id: hello.host_id.clone(),

@@ -148,7 +148,7 @@ impl Scheduler {
             let t = WorkloadStepTask {
                 conninfo: Some(conninfo.clone()),
                 workload: Some(kind.clone()),
-                step: crate::fleet::step_name(step).into(),
+                step: crate::fleet::convert::step_name(step).into(),
                 part: u32::try_from(i).unwrap_or(0),
                 parts,
             };

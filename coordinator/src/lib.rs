@@ -19,7 +19,6 @@ pub mod fuzzing;
 pub mod hosts;
 pub mod leader;
 pub mod listen;
-pub mod load;
 pub mod metrics;
 pub mod results;
 pub mod scheduler;

@@ -25,8 +25,18 @@ macro_rules! both_ways {
     };
 }
 
-both_ways!(Sample, PerSecondSample, [second, transactions, latency_avg_ms, failures], []);
-both_ways!(Metric, WorkloadMetric, [name, value, unit, higher_is_better], []);
+both_ways!(
+    Sample,
+    PerSecondSample,
+    [second, transactions, latency_avg_ms, failures],
+    []
+);
+both_ways!(
+    Metric,
+    WorkloadMetric,
+    [name, value, unit, higher_is_better],
+    []
+);
 both_ways!(
     TxnType,
     TxnTypeStats,
@@ -36,7 +46,15 @@ both_ways!(
 both_ways!(
     Statement,
     StatementStats,
-    [script_index, script, position, command, count, latency_sum_ms, failures],
+    [
+        script_index,
+        script,
+        position,
+        command,
+        count,
+        latency_sum_ms,
+        failures
+    ],
     []
 );
 both_ways!(

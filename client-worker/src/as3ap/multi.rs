@@ -15,11 +15,12 @@ use crate::conn::Target;
 use crate::cpu::CpuTimes;
 use crate::engine::control::LoadControl;
 use crate::engine::stats::{ClientStats, SharedSeries};
-use crate::engine::window::{WindowFacts, WindowOutcome, WindowParams};
+use crate::engine::window::{WindowFacts, WindowParams};
 use crate::engine::wire::query::{self, Rows};
 use crate::engine::wire::request::Template;
 use crate::engine::wire::{Conn, SqlError, startup};
 use crate::error::WorkerError;
+use blocklab_measure::LoadResult;
 use blocklab_script::Protocol;
 use blocklab_script::prng::PgPrng;
 
@@ -168,7 +169,7 @@ pub async fn run_mix(
     progress: &ProgressSink,
     ctl: &LoadControl,
     go: Option<oneshot::Receiver<()>>,
-) -> Result<WindowOutcome, WorkerError> {
+) -> Result<LoadResult, WorkerError> {
     let proto = t.protocol;
     if t.clients == 0 {
         return Err(WorkerError::InvalidArgument(

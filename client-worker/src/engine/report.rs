@@ -8,9 +8,10 @@ use serde::Serialize;
 
 use crate::cpu::CpuTimes;
 use crate::engine::plan::{Plan, ScriptSpec};
-use crate::engine::stats::{self, ClientStats, Sample};
+use crate::engine::stats::{self, ClientStats};
 use crate::engine::txlog::TxLogOptions;
 use crate::error::WorkerError;
+use blocklab_measure::{LoadResult, Sample, Statement};
 use blocklab_script::builtin::{Builtin, Protocol};
 
 /// A load to run.
@@ -382,5 +383,59 @@ impl LoadReport {
             samples: total.samples(),
             histogram: total.histogram.clone(),
         }
+    }
+
+    /// What the run measured, as the coordinator merges it: the common figures, the
+    /// serialized histogram and, with `-r`, the statements of each script.
+    pub fn measured(&self) -> LoadResult {
+        LoadResult {
+            transactions: self.transactions,
+            failures: self.failures,
+            retries: self.retries,
+            skipped: self.skipped,
+            late: self.late,
+            tps_including_connections: self.tps_including_connections,
+            tps_excluding_connections: self.tps_excluding_connections,
+            latency_avg_ms: self.latency_avg_ms,
+            latency_stddev_ms: self.latency_stddev_ms,
+            latency_p50_ms: self.latency_p50_ms,
+            latency_p90_ms: self.latency_p90_ms,
+            latency_p99_ms: self.latency_p99_ms,
+            latency_p999_ms: self.latency_p999_ms,
+            latency_max_ms: self.latency_max_ms,
+            connection_time_ms: self.connection_time_ms,
+            measured_seconds: self.measured_seconds,
+            client_cpu_user_s: self.client_cpu_user_s,
+            client_cpu_system_s: self.client_cpu_system_s,
+            schedule_lag_avg_ms: self.schedule_lag_avg_ms,
+            schedule_lag_max_ms: self.schedule_lag_max_ms,
+            samples: self.samples.clone(),
+            latency_histogram: stats::serialize_histogram(&self.histogram),
+            random_seed: self.random_seed,
+            clients: self.clients,
+            metrics: Vec::new(),
+            txn_types: Vec::new(),
+            statements: self.statements(),
+        }
+    }
+
+    /// Per statement of each script (with `-r`): count, summed latency, failures.
+    fn statements(&self) -> Vec<Statement> {
+        let mut out = Vec::new();
+        for (i, s) in self.scripts.iter().enumerate() {
+            for (pos, st) in s.statements.iter().enumerate() {
+                let count = s.statement_counts.get(pos).copied().unwrap_or(0);
+                out.push(Statement {
+                    script_index: u32::try_from(i).unwrap_or(u32::MAX),
+                    script: s.description.clone(),
+                    position: u32::try_from(pos).unwrap_or(u32::MAX),
+                    command: st.0.clone(),
+                    count,
+                    latency_sum_ms: st.1 * count as f64,
+                    failures: st.2,
+                });
+            }
+        }
+        out
     }
 }

@@ -11,7 +11,7 @@ use super::metrics as wm;
 use super::run::{Failure, RunCtx, unexpected, unrecorded};
 use super::window::{Window, checkpoints};
 use crate::catalog::{FpiSource, RunChoices};
-use crate::load::Metric;
+use blocklab_measure::Metric;
 use blocklab_spec::Stage;
 
 const WAL_STATS_TIMEOUT: Duration = Duration::from_secs(15 * 60);

@@ -22,6 +22,7 @@ pub struct LoadResult {
     pub latency_p99_ms: f64,
     pub latency_p999_ms: f64,
     pub latency_max_ms: f64,
+    /// Wall time to connect all clients (pgbench's "initial connection time").
     pub connection_time_ms: f64,
     pub measured_seconds: f64,
     pub client_cpu_user_s: f64,

@@ -11,7 +11,7 @@ use crate::engine::plan::{Plan, ScriptSpec};
 use crate::engine::stats::{self, ClientStats};
 use crate::engine::txlog::TxLogOptions;
 use crate::error::WorkerError;
-use blocklab_measure::{LoadResult, Sample, Statement};
+use blocklab_measure::{LoadResult, Statement};
 use blocklab_script::builtin::{Builtin, Protocol};
 
 /// A load to run.
@@ -180,24 +180,18 @@ pub struct ScriptReport {
 }
 
 /// The outcome of a load run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct LoadReport {
     pub transaction_type: String,
     pub scripts: Vec<ScriptReport>,
     pub protocol: String,
     pub scale: u32,
-    pub clients: u32,
     pub threads: u32,
     pub duration_s: f64,
     pub transactions_per_client: u64,
     pub warmup_s: f64,
     pub max_tries: u32,
-    pub transactions: u64,
-    pub failures: u64,
-    pub retries: u64,
     pub retried: u64,
-    pub skipped: u64,
-    pub late: u64,
     pub aborted_clients: u64,
     pub serialization_failures: u64,
     pub deadlock_failures: u64,
@@ -216,29 +210,13 @@ pub struct LoadReport {
     pub connection_time_avg_ms: f64,
     pub rate: f64,
     pub latency_limit_ms: Option<f64>,
-    pub schedule_lag_avg_ms: f64,
-    pub schedule_lag_max_ms: f64,
-    pub tps_including_connections: f64,
-    pub tps_excluding_connections: f64,
-    pub latency_avg_ms: f64,
-    pub latency_stddev_ms: f64,
-    pub latency_p50_ms: f64,
-    pub latency_p90_ms: f64,
-    pub latency_p99_ms: f64,
-    pub latency_p999_ms: f64,
-    pub latency_max_ms: f64,
-    /// Wall time to connect all clients (pgbench's "initial connection time").
-    pub connection_time_ms: f64,
     /// Average time one client took to connect.
     pub connection_time_per_client_ms: f64,
-    pub measured_seconds: f64,
-    pub client_cpu_user_s: f64,
-    pub client_cpu_system_s: f64,
-    pub random_seed: u64,
     pub first_error: Option<String>,
-    pub samples: Vec<Sample>,
+    /// What the run measured, as the coordinator merges it (the serialized histogram and,
+    /// with `-r`, the statements of each script included).
+    pub measured: LoadResult,
     /// Latency of successful transactions, microseconds.
-    #[serde(skip)]
     pub histogram: Histogram<u64>,
 }
 
@@ -304,42 +282,13 @@ impl LoadReport {
             measured_s * 1e3 * f64::from(opts.clients) / total_cnt as f64
         };
         let per_txn = total.transactions + total.failures;
-        LoadReport {
-            transaction_type: if scripts.len() == 1 {
-                scripts[0].description.clone()
-            } else {
-                "multiple scripts".into()
-            },
-            scripts,
-            protocol: opts.protocol.name().into(),
-            scale: t.scale,
+        let measured = LoadResult {
             clients: opts.clients,
-            threads: t.threads,
-            duration_s: opts.duration.as_secs_f64(),
-            transactions_per_client: opts.transactions_per_client,
-            warmup_s: opts.warmup.as_secs_f64(),
-            max_tries: opts.max_tries,
             transactions: total.transactions,
             failures: total.failures,
             retries: total.retries,
-            retried: total.retried,
             skipped: total.skipped,
             late: total.late,
-            aborted_clients: total.aborted,
-            serialization_failures: total.serialization_failures,
-            deadlock_failures: total.deadlock_failures,
-            other_failures: total.other_failures,
-            failures_detailed: opts.failures_detailed,
-            reconnect: opts.reconnect,
-            latency_measured,
-            summary_latency_avg_ms,
-            connection_time_avg_ms: if per_txn == 0 {
-                0.0
-            } else {
-                total.conn_us / 1e3 / per_txn as f64
-            },
-            rate: opts.rate,
-            latency_limit_ms: opts.latency_limit.map(|l| l.as_secs_f64() * 1e3),
             schedule_lag_avg_ms: if lag_n == 0 {
                 0.0
             } else {
@@ -373,69 +322,130 @@ impl LoadReport {
                 h.max() as f64 / 1000.0
             },
             connection_time_ms: t.connection_elapsed.as_secs_f64() * 1e3,
-            connection_time_per_client_ms: t.connection_total.as_secs_f64() * 1e3
-                / f64::from(opts.clients.max(1)),
             measured_seconds: measured_s,
             client_cpu_user_s: t.cpu.user_s,
             client_cpu_system_s: t.cpu.system_s,
             random_seed: t.random_seed,
-            first_error: total.first_error.clone(),
             samples: total.samples(),
+            latency_histogram: stats::serialize_histogram(&total.histogram),
+            statements: statements(&scripts),
+            ..LoadResult::default()
+        };
+        LoadReport {
+            transaction_type: if scripts.len() == 1 {
+                scripts[0].description.clone()
+            } else {
+                "multiple scripts".into()
+            },
+            scripts,
+            protocol: opts.protocol.name().into(),
+            scale: t.scale,
+            threads: t.threads,
+            duration_s: opts.duration.as_secs_f64(),
+            transactions_per_client: opts.transactions_per_client,
+            warmup_s: opts.warmup.as_secs_f64(),
+            max_tries: opts.max_tries,
+            retried: total.retried,
+            aborted_clients: total.aborted,
+            serialization_failures: total.serialization_failures,
+            deadlock_failures: total.deadlock_failures,
+            other_failures: total.other_failures,
+            failures_detailed: opts.failures_detailed,
+            reconnect: opts.reconnect,
+            latency_measured,
+            summary_latency_avg_ms,
+            connection_time_avg_ms: if per_txn == 0 {
+                0.0
+            } else {
+                total.conn_us / 1e3 / per_txn as f64
+            },
+            rate: opts.rate,
+            latency_limit_ms: opts.latency_limit.map(|l| l.as_secs_f64() * 1e3),
+            connection_time_per_client_ms: t.connection_total.as_secs_f64() * 1e3
+                / f64::from(opts.clients.max(1)),
+            first_error: total.first_error.clone(),
+            measured,
             histogram: total.histogram.clone(),
         }
     }
+}
 
-    /// What the run measured, as the coordinator merges it: the common figures, the
-    /// serialized histogram and, with `-r`, the statements of each script.
-    pub fn measured(&self) -> LoadResult {
-        LoadResult {
-            transactions: self.transactions,
-            failures: self.failures,
-            retries: self.retries,
-            skipped: self.skipped,
-            late: self.late,
-            tps_including_connections: self.tps_including_connections,
-            tps_excluding_connections: self.tps_excluding_connections,
-            latency_avg_ms: self.latency_avg_ms,
-            latency_stddev_ms: self.latency_stddev_ms,
-            latency_p50_ms: self.latency_p50_ms,
-            latency_p90_ms: self.latency_p90_ms,
-            latency_p99_ms: self.latency_p99_ms,
-            latency_p999_ms: self.latency_p999_ms,
-            latency_max_ms: self.latency_max_ms,
-            connection_time_ms: self.connection_time_ms,
-            measured_seconds: self.measured_seconds,
-            client_cpu_user_s: self.client_cpu_user_s,
-            client_cpu_system_s: self.client_cpu_system_s,
-            schedule_lag_avg_ms: self.schedule_lag_avg_ms,
-            schedule_lag_max_ms: self.schedule_lag_max_ms,
-            samples: self.samples.clone(),
-            latency_histogram: stats::serialize_histogram(&self.histogram),
-            random_seed: self.random_seed,
-            clients: self.clients,
-            metrics: Vec::new(),
-            txn_types: Vec::new(),
-            statements: self.statements(),
+/// Per statement of each script (with `-r`): count, summed latency, failures.
+fn statements(scripts: &[ScriptReport]) -> Vec<Statement> {
+    let mut out = Vec::new();
+    for (i, s) in scripts.iter().enumerate() {
+        for (pos, st) in s.statements.iter().enumerate() {
+            let count = s.statement_counts.get(pos).copied().unwrap_or(0);
+            out.push(Statement {
+                script_index: u32::try_from(i).unwrap_or(u32::MAX),
+                script: s.description.clone(),
+                position: u32::try_from(pos).unwrap_or(u32::MAX),
+                command: st.0.clone(),
+                count,
+                latency_sum_ms: st.1 * count as f64,
+                failures: st.2,
+            });
         }
     }
+    out
+}
 
-    /// Per statement of each script (with `-r`): count, summed latency, failures.
-    fn statements(&self) -> Vec<Statement> {
-        let mut out = Vec::new();
-        for (i, s) in self.scripts.iter().enumerate() {
-            for (pos, st) in s.statements.iter().enumerate() {
-                let count = s.statement_counts.get(pos).copied().unwrap_or(0);
-                out.push(Statement {
-                    script_index: u32::try_from(i).unwrap_or(u32::MAX),
-                    script: s.description.clone(),
-                    position: u32::try_from(pos).unwrap_or(u32::MAX),
-                    command: st.0.clone(),
-                    count,
-                    latency_sum_ms: st.1 * count as f64,
-                    failures: st.2,
-                });
-            }
-        }
-        out
+/// The `--json` form: the report's own fields and the measured ones in one object, in the
+/// order the standalone command always printed them (no histogram, statements or metrics).
+impl Serialize for LoadReport {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let m = &self.measured;
+        let mut s = ser.serialize_struct("LoadReport", 46)?;
+        s.serialize_field("transaction_type", &self.transaction_type)?;
+        s.serialize_field("scripts", &self.scripts)?;
+        s.serialize_field("protocol", &self.protocol)?;
+        s.serialize_field("scale", &self.scale)?;
+        s.serialize_field("clients", &m.clients)?;
+        s.serialize_field("threads", &self.threads)?;
+        s.serialize_field("duration_s", &self.duration_s)?;
+        s.serialize_field("transactions_per_client", &self.transactions_per_client)?;
+        s.serialize_field("warmup_s", &self.warmup_s)?;
+        s.serialize_field("max_tries", &self.max_tries)?;
+        s.serialize_field("transactions", &m.transactions)?;
+        s.serialize_field("failures", &m.failures)?;
+        s.serialize_field("retries", &m.retries)?;
+        s.serialize_field("retried", &self.retried)?;
+        s.serialize_field("skipped", &m.skipped)?;
+        s.serialize_field("late", &m.late)?;
+        s.serialize_field("aborted_clients", &self.aborted_clients)?;
+        s.serialize_field("serialization_failures", &self.serialization_failures)?;
+        s.serialize_field("deadlock_failures", &self.deadlock_failures)?;
+        s.serialize_field("other_failures", &self.other_failures)?;
+        s.serialize_field("failures_detailed", &self.failures_detailed)?;
+        s.serialize_field("reconnect", &self.reconnect)?;
+        s.serialize_field("latency_measured", &self.latency_measured)?;
+        s.serialize_field("summary_latency_avg_ms", &self.summary_latency_avg_ms)?;
+        s.serialize_field("connection_time_avg_ms", &self.connection_time_avg_ms)?;
+        s.serialize_field("rate", &self.rate)?;
+        s.serialize_field("latency_limit_ms", &self.latency_limit_ms)?;
+        s.serialize_field("schedule_lag_avg_ms", &m.schedule_lag_avg_ms)?;
+        s.serialize_field("schedule_lag_max_ms", &m.schedule_lag_max_ms)?;
+        s.serialize_field("tps_including_connections", &m.tps_including_connections)?;
+        s.serialize_field("tps_excluding_connections", &m.tps_excluding_connections)?;
+        s.serialize_field("latency_avg_ms", &m.latency_avg_ms)?;
+        s.serialize_field("latency_stddev_ms", &m.latency_stddev_ms)?;
+        s.serialize_field("latency_p50_ms", &m.latency_p50_ms)?;
+        s.serialize_field("latency_p90_ms", &m.latency_p90_ms)?;
+        s.serialize_field("latency_p99_ms", &m.latency_p99_ms)?;
+        s.serialize_field("latency_p999_ms", &m.latency_p999_ms)?;
+        s.serialize_field("latency_max_ms", &m.latency_max_ms)?;
+        s.serialize_field("connection_time_ms", &m.connection_time_ms)?;
+        s.serialize_field(
+            "connection_time_per_client_ms",
+            &self.connection_time_per_client_ms,
+        )?;
+        s.serialize_field("measured_seconds", &m.measured_seconds)?;
+        s.serialize_field("client_cpu_user_s", &m.client_cpu_user_s)?;
+        s.serialize_field("client_cpu_system_s", &m.client_cpu_system_s)?;
+        s.serialize_field("random_seed", &m.random_seed)?;
+        s.serialize_field("first_error", &self.first_error)?;
+        s.serialize_field("samples", &m.samples)?;
+        s.end()
     }
 }

@@ -205,7 +205,7 @@ pub fn as3ap_protocol(t: &RunLoadTask) -> Result<Protocol, WorkerError> {
 
 /// A pgbench run's report in the wire form sent to the coordinator.
 pub fn load_result(r: &LoadReport) -> RunLoadResult {
-    r.measured().into()
+    r.measured.clone().into()
 }
 
 /// A workload step's outcome in the wire form.

@@ -449,3 +449,78 @@ impl Serialize for LoadReport {
         s.end()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blocklab_measure::Sample;
+
+    #[test]
+    fn json_keeps_the_keys_of_the_standalone_report_in_order() {
+        let r = LoadReport {
+            transaction_type: "tpcb-like".into(),
+            scripts: Vec::new(),
+            protocol: "simple".into(),
+            scale: 1,
+            threads: 1,
+            duration_s: 1.0,
+            transactions_per_client: 0,
+            warmup_s: 0.0,
+            max_tries: 1,
+            retried: 0,
+            aborted_clients: 0,
+            serialization_failures: 0,
+            deadlock_failures: 0,
+            other_failures: 0,
+            failures_detailed: false,
+            reconnect: false,
+            latency_measured: false,
+            summary_latency_avg_ms: 0.0,
+            connection_time_avg_ms: 0.0,
+            rate: 0.0,
+            latency_limit_ms: None,
+            connection_time_per_client_ms: 0.0,
+            first_error: None,
+            measured: LoadResult {
+                transactions: 7,
+                clients: 2,
+                samples: vec![Sample::default()],
+                latency_histogram: vec![1, 2, 3],
+                ..LoadResult::default()
+            },
+            histogram: stats::new_histogram(),
+        };
+        let v = serde_json::to_value(&r).expect("json");
+        assert_eq!(v["transactions"], 7);
+        assert_eq!(v["clients"], 2);
+        assert!(v.get("latency_histogram").is_none());
+        let text = serde_json::to_string(&r).expect("json");
+        // The report's own keys and the measured ones interleave as they always did.
+        let at = |k: &str| text.find(&format!("\"{k}\":")).expect(k);
+        let order = [
+            "transaction_type",
+            "clients",
+            "threads",
+            "transactions",
+            "retried",
+            "skipped",
+            "aborted_clients",
+            "latency_limit_ms",
+            "schedule_lag_avg_ms",
+            "connection_time_ms",
+            "connection_time_per_client_ms",
+            "measured_seconds",
+            "random_seed",
+            "first_error",
+            "samples",
+        ];
+        assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "{text}");
+        assert_eq!(text.matches("\":").count(), 46 + 4, "{text}");
+        assert!(
+            text.starts_with("{\"transaction_type\":\"tpcb-like\",\"scripts\":[],\"protocol\"")
+        );
+        assert!(text.ends_with(
+            "\"first_error\":null,\"samples\":[{\"second\":0,\"transactions\":0,\"latency_avg_ms\":0.0,\"failures\":0}]}"
+        ));
+    }
+}

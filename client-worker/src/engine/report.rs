@@ -8,8 +8,9 @@ use serde::Serialize;
 
 use crate::cpu::CpuTimes;
 use crate::engine::plan::{Plan, ScriptSpec};
-use crate::engine::stats::{self, ClientStats};
+use crate::engine::stats::ClientStats;
 use crate::engine::txlog::TxLogOptions;
+use crate::engine::window::{self, WindowFacts};
 use crate::error::WorkerError;
 use blocklab_measure::{LoadResult, Statement};
 use blocklab_script::builtin::{Builtin, Protocol};
@@ -228,8 +229,7 @@ impl LoadReport {
         total: &ClientStats,
     ) -> LoadReport {
         let measured_s = t.measured.as_secs_f64();
-        let (avg, stddev) = total.latency_avg_stddev_ms();
-        let h = &total.histogram;
+        let avg = total.latency_avg_stddev_ms().0;
         let scripts: Vec<ScriptReport> = plan
             .scripts
             .scripts
@@ -282,10 +282,16 @@ impl LoadReport {
             measured_s * 1e3 * f64::from(opts.clients) / total_cnt as f64
         };
         let per_txn = total.transactions + total.failures;
-        let measured = LoadResult {
+        let facts = WindowFacts {
+            measured_s,
+            connection_elapsed: t.connection_elapsed,
+            connection_total: t.connection_total,
+            cpu: t.cpu,
             clients: opts.clients,
-            transactions: total.transactions,
-            failures: total.failures,
+            random_seed: t.random_seed,
+        };
+        let window = window::summary(total, &facts);
+        let measured = LoadResult {
             retries: total.retries,
             skipped: total.skipped,
             late: total.late,
@@ -297,39 +303,12 @@ impl LoadReport {
             schedule_lag_max_ms: total.lag_max_us / 1e3,
             // Under -C the window holds every connection already.
             tps_including_connections: if opts.reconnect {
-                stats::tps_excluding_connections(total.transactions, measured_s)
+                window.tps_excluding_connections
             } else {
-                stats::tps_including_connections(
-                    total.transactions,
-                    measured_s,
-                    t.connection_total.as_secs_f64(),
-                    opts.clients,
-                )
+                window.tps_including_connections
             },
-            tps_excluding_connections: stats::tps_excluding_connections(
-                total.transactions,
-                measured_s,
-            ),
-            latency_avg_ms: avg,
-            latency_stddev_ms: stddev,
-            latency_p50_ms: stats::quantile_ms(h, 0.5),
-            latency_p90_ms: stats::quantile_ms(h, 0.9),
-            latency_p99_ms: stats::quantile_ms(h, 0.99),
-            latency_p999_ms: stats::quantile_ms(h, 0.999),
-            latency_max_ms: if h.is_empty() {
-                0.0
-            } else {
-                h.max() as f64 / 1000.0
-            },
-            connection_time_ms: t.connection_elapsed.as_secs_f64() * 1e3,
-            measured_seconds: measured_s,
-            client_cpu_user_s: t.cpu.user_s,
-            client_cpu_system_s: t.cpu.system_s,
-            random_seed: t.random_seed,
-            samples: total.samples(),
-            latency_histogram: stats::serialize_histogram(&total.histogram),
             statements: statements(&scripts),
-            ..LoadResult::default()
+            ..window
         };
         LoadReport {
             transaction_type: if scripts.len() == 1 {
@@ -488,7 +467,7 @@ mod tests {
                 latency_histogram: vec![1, 2, 3],
                 ..LoadResult::default()
             },
-            histogram: stats::new_histogram(),
+            histogram: crate::engine::stats::new_histogram(),
         };
         let v = serde_json::to_value(&r).expect("json");
         assert_eq!(v["transactions"], 7);

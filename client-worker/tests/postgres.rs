@@ -192,34 +192,53 @@ async fn load_runs_under_every_protocol() {
                 .await
                 .unwrap_or_else(|e| panic!("{builtin:?}/{protocol:?}: {e}"));
             let what = format!("{builtin:?}/{protocol:?}: {r:#?}");
-            assert!(r.transactions > 0, "{what}");
-            assert_eq!(r.failures, 0, "{what}");
+            assert!(r.measured.transactions > 0, "{what}");
+            assert_eq!(r.measured.failures, 0, "{what}");
             assert_eq!(r.scale, 1);
-            assert!(r.latency_p50_ms > 0.0, "{what}");
-            assert!(r.latency_p50_ms <= r.latency_p90_ms, "{what}");
-            assert!(r.latency_p90_ms <= r.latency_p99_ms, "{what}");
-            assert!(r.latency_p99_ms <= r.latency_p999_ms, "{what}");
-            assert!(r.latency_p999_ms <= r.latency_max_ms, "{what}");
+            assert!(r.measured.latency_p50_ms > 0.0, "{what}");
             assert!(
-                r.measured_seconds >= 2.0 && r.measured_seconds < 3.0,
+                r.measured.latency_p50_ms <= r.measured.latency_p90_ms,
                 "{what}"
             );
             assert!(
-                r.tps_including_connections <= r.tps_excluding_connections,
+                r.measured.latency_p90_ms <= r.measured.latency_p99_ms,
                 "{what}"
             );
-            assert!(r.client_cpu_user_s + r.client_cpu_system_s > 0.0, "{what}");
-            assert_eq!(r.samples.len(), 2, "{what}");
+            assert!(
+                r.measured.latency_p99_ms <= r.measured.latency_p999_ms,
+                "{what}"
+            );
+            assert!(
+                r.measured.latency_p999_ms <= r.measured.latency_max_ms,
+                "{what}"
+            );
+            assert!(
+                r.measured.measured_seconds >= 2.0 && r.measured.measured_seconds < 3.0,
+                "{what}"
+            );
+            assert!(
+                r.measured.tps_including_connections <= r.measured.tps_excluding_connections,
+                "{what}"
+            );
+            assert!(
+                r.measured.client_cpu_user_s + r.measured.client_cpu_system_s > 0.0,
+                "{what}"
+            );
+            assert_eq!(r.measured.samples.len(), 2, "{what}");
             assert_eq!(
-                r.samples.iter().map(|s| s.transactions).sum::<u64>(),
-                r.transactions,
+                r.measured
+                    .samples
+                    .iter()
+                    .map(|s| s.transactions)
+                    .sum::<u64>(),
+                r.measured.transactions,
                 "{what}"
             );
-            assert_eq!(r.histogram.len(), r.transactions, "{what}");
+            assert_eq!(r.histogram.len(), r.measured.transactions, "{what}");
             let p = blocklab_worker::serve::convert::load_result(&r);
             let h = blocklab_worker::engine::stats::deserialize_histogram(&p.latency_histogram)
                 .unwrap();
-            assert_eq!(h.len(), r.transactions);
+            assert_eq!(h.len(), r.measured.transactions);
             if builtin == Builtin::TpcbLike {
                 let [b, t, a, h] = balances(&server).await;
                 assert_eq!(b, h, "branch balances vs history after {protocol:?}");
@@ -285,7 +304,11 @@ async fn failures_are_counted_and_connections_recover() {
         .await
         .expect("a run whose clients abort still reports");
     assert_eq!(
-        (r.transactions, r.failures, r.aborted_clients),
+        (
+            r.measured.transactions,
+            r.measured.failures,
+            r.aborted_clients
+        ),
         (0, 0, 2),
         "{r:#?}"
     );
@@ -301,8 +324,8 @@ async fn failures_are_counted_and_connections_recover() {
     let r = run_load(&o)
         .await
         .expect("a run whose transactions fail still reports");
-    assert_eq!(r.transactions, 0);
-    assert!(r.failures > 10, "{r:#?}");
+    assert_eq!(r.measured.transactions, 0);
+    assert!(r.measured.failures > 10, "{r:#?}");
     assert!(
         r.first_error
             .as_deref()
@@ -364,8 +387,17 @@ async fn failures_are_counted_and_connections_recover() {
         .get(0);
     assert_eq!(killed, 4);
     let r = run.await.unwrap().expect("run survives killed backends");
-    assert!(r.failures >= 1 && r.failures <= 4, "{r:#?}");
-    let late: u64 = r.samples.iter().skip(2).map(|s| s.transactions).sum();
+    assert!(
+        r.measured.failures >= 1 && r.measured.failures <= 4,
+        "{r:#?}"
+    );
+    let late: u64 = r
+        .measured
+        .samples
+        .iter()
+        .skip(2)
+        .map(|s| s.transactions)
+        .sum();
     assert!(late > 0, "clients reconnected: {r:#?}");
     let [b, _, _, h] = balances(&server).await;
     assert_eq!(b, h);

@@ -81,12 +81,12 @@ async fn unlimited_retries_bounded_by_time_match_pgbench() {
     let r = run_load(&opts).await.expect("run");
     let took = started.elapsed();
     let ours = (
-        r.transactions,
-        r.failures,
+        r.measured.transactions,
+        r.measured.failures,
         r.serialization_failures,
         r.deadlock_failures,
         r.retried,
-        r.retries,
+        r.measured.retries,
     );
     eprintln!(
         "processed, failed, serialization, deadlock, retried, retries: pgbench {theirs:?}, ours {ours:?} (ours ended after {took:?})"

@@ -71,7 +71,11 @@ async fn scripts_run_with_every_meta_command() {
             .await
             .unwrap_or_else(|e| panic!("{protocol:?}: {e}"));
         assert_eq!(
-            (r.transactions, r.failures, r.aborted_clients),
+            (
+                r.measured.transactions,
+                r.measured.failures,
+                r.aborted_clients
+            ),
             (6, 0, 0),
             "{protocol:?} {r:#?}"
         );
@@ -105,7 +109,7 @@ async fn seeds_reproduce_and_errors_abort_clients() {
     o.transactions_per_client = 20;
     o.random_seed = Some(42);
     let first = run_load(&o).await.unwrap();
-    assert_eq!(first.random_seed, 42);
+    assert_eq!(first.measured.random_seed, 42);
     let a = rows(
         &server,
         "select string_agg(v::text, ',' order by c, v) from r",
@@ -137,7 +141,11 @@ async fn seeds_reproduce_and_errors_abort_clients() {
     );
     o.clients = 2;
     let r = run_load(&o).await.unwrap();
-    assert_eq!((r.transactions, r.aborted_clients), (0, 2), "{r:#?}");
+    assert_eq!(
+        (r.measured.transactions, r.aborted_clients),
+        (0, 2),
+        "{r:#?}"
+    );
     let e = r.first_error.unwrap();
     assert!(
         e.contains("aborted in command 0 (set) of script 0; division by zero"),
@@ -168,23 +176,26 @@ async fn serialization_failures_are_retried() {
     o.clients = 4;
     o.max_tries = 1;
     let r = run_load(&o).await.unwrap();
-    assert!(r.failures > 0 && r.retries == 0, "without retries: {r:#?}");
+    assert!(
+        r.measured.failures > 0 && r.measured.retries == 0,
+        "without retries: {r:#?}"
+    );
     let v: i32 = c
         .query_one("select v from counter", &[])
         .await
         .unwrap()
         .get(0);
-    assert_eq!(i64::from(v), r.transactions as i64);
+    assert_eq!(i64::from(v), r.measured.transactions as i64);
 
     c.batch_execute("update counter set v = 0").await.unwrap();
     o.max_tries = 1000;
     let r = run_load(&o).await.unwrap();
     assert!(
-        r.retries > 0 && r.retried > 0 && r.retried <= r.retries,
+        r.measured.retries > 0 && r.retried > 0 && r.retried <= r.measured.retries,
         "{r:#?}"
     );
     assert!(
-        r.failures <= 4,
+        r.measured.failures <= 4,
         "only transactions cut by the end may fail: {r:#?}"
     );
     let v: i32 = c
@@ -192,10 +203,10 @@ async fn serialization_failures_are_retried() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(i64::from(v), r.transactions as i64);
+    assert_eq!(i64::from(v), r.measured.transactions as i64);
     assert_eq!(
         blocklab_worker::serve::convert::load_result(&r).retries,
-        r.retries
+        r.measured.retries
     );
 }
 
@@ -209,16 +220,16 @@ async fn rate_and_latency_limits() {
     o.rate = 200.0;
     let r = run_load(&o).await.unwrap();
     assert!(
-        (280..=520).contains(&r.transactions),
+        (280..=520).contains(&r.measured.transactions),
         "~400 at 200 tps: {r:#?}"
     );
     assert!(
-        r.schedule_lag_avg_ms >= 0.0 && r.schedule_lag_avg_ms < 50.0,
+        r.measured.schedule_lag_avg_ms >= 0.0 && r.measured.schedule_lag_avg_ms < 50.0,
         "{r:#?}"
     );
     assert!(
         blocklab_worker::serve::convert::load_result(&r).schedule_lag_avg_ms
-            == r.schedule_lag_avg_ms
+            == r.measured.schedule_lag_avg_ms
     );
 
     // Every transaction sleeps 5 ms: all are late for a 1 ms limit; with a rate far
@@ -227,10 +238,13 @@ async fn rate_and_latency_limits() {
     o.duration = Duration::from_secs(1);
     o.latency_limit = Some(Duration::from_millis(1));
     let r = run_load(&o).await.unwrap();
-    assert!(r.transactions > 0 && r.late == r.transactions, "{r:#?}");
+    assert!(
+        r.measured.transactions > 0 && r.measured.late == r.measured.transactions,
+        "{r:#?}"
+    );
     o.rate = 2000.0;
     let r = run_load(&o).await.unwrap();
-    assert!(r.skipped > 0, "{r:#?}");
+    assert!(r.measured.skipped > 0, "{r:#?}");
     assert!(r.summary().contains("number of transactions skipped:"));
 }
 
@@ -364,7 +378,7 @@ async fn weighted_builtins_and_transactions_per_client() {
     o.per_statement = true;
     o.protocol = Protocol::Prepared;
     let r = run_load(&o).await.unwrap();
-    assert_eq!(r.transactions, 800);
+    assert_eq!(r.measured.transactions, 800);
     let (sel, upd) = (r.scripts[0].transactions, r.scripts[1].transactions);
     assert_eq!(sel + upd, 800);
     assert!(sel > 2 * upd, "3:1 weights: {sel} vs {upd}");

@@ -19,7 +19,6 @@ pub mod fleet;
 pub mod fuzzing;
 pub mod leader;
 pub mod listen;
-pub mod load;
 pub mod prometheus;
 pub mod results;
 pub mod scheduler;

@@ -1,5 +1,8 @@
 //! The blocklab wire contract (`blocklab.v1`): the code generated from `proto/blocklab/v1/`
-//! (`common`, `control`, `fleet`) and the conversions of its types.
+//! (`common`, `control`, `fleet`) and the conversions of its types (the measurements of a
+//! run in `measure.rs`).
+
+mod measure;
 
 pub mod v1 {
     #![allow(clippy::all, missing_docs)]

@@ -52,8 +52,9 @@ use tokio_postgres::Client;
 
 use crate::conn::Target;
 use crate::engine::control::LoadControl;
-use crate::engine::window::{Metric, StepOutcome, StepParams, WindowOutcome, WindowParams};
+use crate::engine::window::{StepOutcome, StepParams, WindowParams};
 use crate::error::WorkerError;
+use blocklab_measure::{LoadResult, Metric};
 
 pub use generate::{ADDRESS_1, CODE_1, NAME_1};
 pub use mix::Mix;
@@ -269,7 +270,7 @@ pub async fn run(
     progress: &ProgressSink,
     ctl: &LoadControl,
     go: Option<oneshot::Receiver<()>>,
-) -> Result<WindowOutcome, WorkerError> {
+) -> Result<LoadResult, WorkerError> {
     multi::run_mix(t, rows.get(), mix, progress, ctl, go).await
 }
 

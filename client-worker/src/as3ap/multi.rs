@@ -18,8 +18,9 @@ use crate::engine::pgwire::query::{self, Rows};
 use crate::engine::pgwire::request::Template;
 use crate::engine::pgwire::{Conn, SqlError, startup};
 use crate::engine::stats::{ClientStats, SharedSeries};
-use crate::engine::window::{WindowFacts, WindowOutcome, WindowParams};
+use crate::engine::window::{WindowFacts, WindowParams};
 use crate::error::WorkerError;
+use blocklab_measure::LoadResult;
 use blocklab_script::Protocol;
 use blocklab_script::prng::PgPrng;
 
@@ -168,7 +169,7 @@ pub async fn run_mix(
     progress: &ProgressSink,
     ctl: &LoadControl,
     go: Option<oneshot::Receiver<()>>,
-) -> Result<WindowOutcome, WorkerError> {
+) -> Result<LoadResult, WorkerError> {
     let proto = t.protocol;
     if t.clients == 0 {
         return Err(WorkerError::InvalidArgument(

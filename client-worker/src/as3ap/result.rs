@@ -3,26 +3,27 @@
 
 use super::cross::{CrossOutcome, Timed};
 use super::mix::Mix;
-use crate::engine::stats::{ClientStats, new_histogram};
-use crate::engine::window::{Metric, TxnTypeOutcome, WindowFacts, WindowOutcome, WindowSummary};
+use crate::engine::stats::{ClientStats, new_histogram, serialize_histogram};
+use crate::engine::window::{self, WindowFacts};
+use blocklab_measure::{LoadResult, Metric, TxnType};
 
 /// The prefix of a cross-section test's query class (`xs.mu_sel_100_seq`).
 pub const CROSS_PREFIX: &str = "xs.";
 
 /// A cross-section statement as a query class of its own: one execution, its rows.
-fn cross_class(t: &Timed) -> TxnTypeOutcome {
+fn cross_class(t: &Timed) -> TxnType {
     let mut histogram = new_histogram();
     let us = (t.seconds * 1e6).round().max(1.0) as u64;
     // record() grows the histogram to the value; saturating_record() alone would clamp it.
     if histogram.record(us).is_err() {
         histogram.saturating_record(us);
     }
-    TxnTypeOutcome {
+    TxnType {
         name: format!("{CROSS_PREFIX}{}", t.name),
         count: 1,
         rollbacks: 0,
         failures: 0,
-        histogram,
+        latency_histogram: serialize_histogram(&histogram),
         rows: t.rows,
     }
 }
@@ -37,20 +38,20 @@ pub fn result(
     facts: &WindowFacts,
     tup_per_s: f64,
     cross: Option<&CrossOutcome>,
-) -> WindowOutcome {
-    let summary = WindowSummary::new(total, facts);
+) -> LoadResult {
+    let summary = window::summary(total, facts);
     let mut metrics = vec![Metric {
         name: format!("{}.tup_per_s", mix.class()),
         value: tup_per_s,
         unit: "tup/s".into(),
         higher_is_better: true,
     }];
-    let mut txn_types = vec![TxnTypeOutcome {
+    let mut txn_types = vec![TxnType {
         name: mix.class().into(),
         count: total.transactions,
         rollbacks: 0,
         failures: total.failures,
-        histogram: summary.histogram.clone(),
+        latency_histogram: summary.latency_histogram.clone(),
         rows: tuples,
     }];
     if let Some(x) = cross {
@@ -66,9 +67,9 @@ pub fn result(
             x.total_s(),
         ));
     }
-    WindowOutcome {
-        summary,
+    LoadResult {
         metrics,
         txn_types,
+        ..summary
     }
 }

@@ -294,11 +294,11 @@ pub async fn bench(a: BenchArgs) -> ExitCode {
     } else {
         print!("{}", report.summary());
     }
-    if report.failures > 0 || report.aborted_clients > 0 {
+    if report.measured.failures > 0 || report.aborted_clients > 0 {
         if let Some(err) = &report.first_error {
             eprintln!(
                 "blocklab-worker: {} transactions failed, {} clients aborted; first error: {err}",
-                report.failures, report.aborted_clients
+                report.measured.failures, report.aborted_clients
             );
         }
         if report.aborted_clients > 0 {

@@ -353,10 +353,10 @@ pub async fn run_load_controlled(
     };
     let report = LoadReport::build(opts, &plan, &timings, &total);
     tracing::info!(
-        transactions = report.transactions,
-        failures = report.failures,
-        tps = report.tps_excluding_connections,
-        latency_avg_ms = report.latency_avg_ms,
+        transactions = report.measured.transactions,
+        failures = report.measured.failures,
+        tps = report.measured.tps_excluding_connections,
+        latency_avg_ms = report.measured.latency_avg_ms,
         "load finished"
     );
     Ok(report)

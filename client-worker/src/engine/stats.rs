@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
+use blocklab_measure::Sample;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
-use serde::Serialize;
 
 pub use crate::engine::exec::FailureKind;
 
@@ -279,15 +279,6 @@ impl ClientStats {
             })
             .collect()
     }
-}
-
-/// One per-second sample of the measured window.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Sample {
-    pub second: u32,
-    pub transactions: u64,
-    pub latency_avg_ms: f64,
-    pub failures: u64,
 }
 
 /// An auto-resizing histogram of microseconds with 3 significant digits.

@@ -16,12 +16,12 @@ fn pct(n: u64, of: u64) -> f64 {
 impl LoadReport {
     pub fn summary(&self) -> String {
         let mut s = String::new();
-        let total = self.transactions + self.failures + self.skipped;
+        let total = self.measured.transactions + self.measured.failures + self.measured.skipped;
         let w = &mut s;
         let _ = writeln!(w, "transaction type: {}", self.transaction_type);
         let _ = writeln!(w, "scaling factor: {}", self.scale);
         let _ = writeln!(w, "query mode: {}", self.protocol);
-        let _ = writeln!(w, "number of clients: {}", self.clients);
+        let _ = writeln!(w, "number of clients: {}", self.measured.clients);
         let _ = writeln!(w, "number of threads: {}", self.threads);
         let _ = writeln!(w, "maximum number of tries: {}", self.max_tries);
         if self.transactions_per_client > 0 {
@@ -33,22 +33,22 @@ impl LoadReport {
             let _ = writeln!(
                 w,
                 "number of transactions actually processed: {}/{}",
-                self.transactions,
-                self.transactions_per_client * u64::from(self.clients)
+                self.measured.transactions,
+                self.transactions_per_client * u64::from(self.measured.clients)
             );
         } else {
             let _ = writeln!(w, "duration: {} s", self.duration_s);
             let _ = writeln!(
                 w,
                 "number of transactions actually processed: {}",
-                self.transactions
+                self.measured.transactions
             );
         }
         let _ = writeln!(
             w,
             "number of failed transactions: {} ({:.3}%)",
-            self.failures,
-            pct(self.failures, total)
+            self.measured.failures,
+            pct(self.measured.failures, total)
         );
         if self.failures_detailed {
             let _ = writeln!(
@@ -79,38 +79,46 @@ impl LoadReport {
                 self.retried,
                 pct(self.retried, total)
             );
-            let _ = writeln!(w, "total number of retries: {}", self.retries);
+            let _ = writeln!(w, "total number of retries: {}", self.measured.retries);
         }
         // pgbench stops here when nothing ran.
-        if self.transactions + self.skipped == 0 {
+        if self.measured.transactions + self.measured.skipped == 0 {
             return s;
         }
         if self.rate > 0.0 && self.latency_limit_ms.is_some() {
             let _ = writeln!(
                 w,
                 "number of transactions skipped: {} ({:.3}%)",
-                self.skipped,
-                pct(self.skipped, total)
+                self.measured.skipped,
+                pct(self.measured.skipped, total)
             );
         }
         if let Some(l) = self.latency_limit_ms {
             let _ = writeln!(
                 w,
                 "number of transactions above the {l:.1} ms latency limit: {}/{} ({:.3}%)",
-                self.late,
-                self.transactions,
-                pct(self.late, self.transactions)
+                self.measured.late,
+                self.measured.transactions,
+                pct(self.measured.late, self.measured.transactions)
             );
         }
         if self.latency_measured {
-            let _ = writeln!(w, "latency average = {:.3} ms", self.latency_avg_ms);
-            let _ = writeln!(w, "latency stddev = {:.3} ms", self.latency_stddev_ms);
+            let _ = writeln!(
+                w,
+                "latency average = {:.3} ms",
+                self.measured.latency_avg_ms
+            );
+            let _ = writeln!(
+                w,
+                "latency stddev = {:.3} ms",
+                self.measured.latency_stddev_ms
+            );
         } else {
             let _ = writeln!(
                 w,
                 "latency average = {:.3} ms{}",
                 self.summary_latency_avg_ms,
-                if self.failures > 0 {
+                if self.measured.failures > 0 {
                     " (including failures)"
                 } else {
                     ""
@@ -121,7 +129,7 @@ impl LoadReport {
             let _ = writeln!(
                 w,
                 "rate limit schedule lag: avg {:.3} (max {:.3}) ms",
-                self.schedule_lag_avg_ms, self.schedule_lag_max_ms
+                self.measured.schedule_lag_avg_ms, self.measured.schedule_lag_max_ms
             );
         }
         if self.reconnect {
@@ -133,18 +141,18 @@ impl LoadReport {
             let _ = writeln!(
                 w,
                 "tps = {:.6} (including reconnection times)",
-                self.tps_excluding_connections
+                self.measured.tps_excluding_connections
             );
         } else {
             let _ = writeln!(
                 w,
                 "initial connection time = {:.3} ms",
-                self.connection_time_ms
+                self.measured.connection_time_ms
             );
             let _ = writeln!(
                 w,
                 "tps = {:.6} (without initial connection time)",
-                self.tps_excluding_connections
+                self.measured.tps_excluding_connections
             );
         }
         let multi = self.scripts.len() > 1;
@@ -163,9 +171,9 @@ impl LoadReport {
                     w,
                     " - {} transactions ({:.1}% of total, tps = {:.6})",
                     sc.transactions,
-                    pct(sc.transactions, self.transactions),
-                    if self.measured_seconds > 0.0 {
-                        sc.transactions as f64 / self.measured_seconds
+                    pct(sc.transactions, self.measured.transactions),
+                    if self.measured.measured_seconds > 0.0 {
+                        sc.transactions as f64 / self.measured.measured_seconds
                     } else {
                         0.0
                     }
@@ -201,16 +209,16 @@ impl LoadReport {
         let _ = writeln!(
             w,
             "latency percentiles: p50 = {:.3} ms, p90 = {:.3} ms, p99 = {:.3} ms, p99.9 = {:.3} ms, max = {:.3} ms",
-            self.latency_p50_ms,
-            self.latency_p90_ms,
-            self.latency_p99_ms,
-            self.latency_p999_ms,
-            self.latency_max_ms
+            self.measured.latency_p50_ms,
+            self.measured.latency_p90_ms,
+            self.measured.latency_p99_ms,
+            self.measured.latency_p999_ms,
+            self.measured.latency_max_ms
         );
         let _ = writeln!(
             w,
             "client cpu: user {:.3} s, system {:.3} s",
-            self.client_cpu_user_s, self.client_cpu_system_s
+            self.measured.client_cpu_user_s, self.measured.client_cpu_system_s
         );
         s
     }

@@ -5,9 +5,8 @@ use blocklab_spec::{WorkloadName, WorkloadStep};
 use std::time::Duration;
 
 use blocklab_proto::{
-    ConnInfo, InitDataResult, InitDataTask, PerSecondSample, RunLoadResult, RunLoadTask,
-    StatementStats, TxnTypeStats, WorkloadKind, WorkloadMetric, WorkloadStepName,
-    WorkloadStepResult, WorkloadStepTask,
+    ConnInfo, InitDataResult, InitDataTask, RunLoadResult, RunLoadTask, WorkloadKind,
+    WorkloadStepName, WorkloadStepResult, WorkloadStepTask,
 };
 use blocklab_script::Protocol;
 use blocklab_spec::Stage;
@@ -15,8 +14,7 @@ use blocklab_spec::Stage;
 use crate::as3ap::{self, Mix, Rows};
 use crate::engine::plan::{ScriptSpec, split_weight};
 use crate::engine::report::{LoadOptions, LoadReport};
-use crate::engine::stats::{self, Sample};
-use crate::engine::window::{Metric, StepOutcome, StepParams, WindowOutcome, WindowParams};
+use crate::engine::window::{StepOutcome, StepParams, WindowParams};
 use crate::error::WorkerError;
 use crate::init::{InitOptions, InitReport, PartitionMethod};
 use crate::tpcc::TpccOptions;
@@ -235,124 +233,16 @@ pub fn as3ap_protocol(t: &RunLoadTask) -> Result<Protocol, WorkerError> {
     as3ap::protocol(&t.protocol)
 }
 
-fn samples(s: &[Sample]) -> Vec<PerSecondSample> {
-    s.iter()
-        .map(|s| PerSecondSample {
-            second: s.second,
-            transactions: s.transactions,
-            latency_avg_ms: s.latency_avg_ms,
-            failures: s.failures,
-        })
-        .collect()
-}
-
-fn metric(m: &Metric) -> WorkloadMetric {
-    WorkloadMetric {
-        name: m.name.clone(),
-        value: m.value,
-        unit: m.unit.clone(),
-        higher_is_better: m.higher_is_better,
-    }
-}
-
 /// A pgbench run's report in the wire form sent to the coordinator.
 pub fn load_result(r: &LoadReport) -> RunLoadResult {
-    RunLoadResult {
-        transactions: r.transactions,
-        failures: r.failures,
-        tps_including_connections: r.tps_including_connections,
-        tps_excluding_connections: r.tps_excluding_connections,
-        latency_avg_ms: r.latency_avg_ms,
-        latency_stddev_ms: r.latency_stddev_ms,
-        latency_p50_ms: r.latency_p50_ms,
-        latency_p90_ms: r.latency_p90_ms,
-        latency_p99_ms: r.latency_p99_ms,
-        latency_max_ms: r.latency_max_ms,
-        connection_time_ms: r.connection_time_ms,
-        measured_seconds: r.measured_seconds,
-        client_cpu_user_s: r.client_cpu_user_s,
-        client_cpu_system_s: r.client_cpu_system_s,
-        samples: samples(&r.samples),
-        latency_histogram: stats::serialize_histogram(&r.histogram),
-        latency_p999_ms: r.latency_p999_ms,
-        retries: r.retries,
-        skipped: r.skipped,
-        late: r.late,
-        schedule_lag_avg_ms: r.schedule_lag_avg_ms,
-        schedule_lag_max_ms: r.schedule_lag_max_ms,
-        random_seed: r.random_seed,
-        clients: r.clients,
-        metrics: Vec::new(),
-        txn_types: Vec::new(),
-        statements: statements(r),
-    }
-}
-
-/// Per statement of each script (with `-r`): count, summed latency, failures.
-fn statements(r: &LoadReport) -> Vec<StatementStats> {
-    let mut out = Vec::new();
-    for (i, s) in r.scripts.iter().enumerate() {
-        for (pos, st) in s.statements.iter().enumerate() {
-            let count = s.statement_counts.get(pos).copied().unwrap_or(0);
-            out.push(StatementStats {
-                script_index: u32::try_from(i).unwrap_or(u32::MAX),
-                script: s.description.clone(),
-                position: u32::try_from(pos).unwrap_or(u32::MAX),
-                command: st.0.clone(),
-                count,
-                latency_sum_ms: st.1 * count as f64,
-                failures: st.2,
-            });
-        }
-    }
-    out
-}
-
-/// A window of a workload kind in the wire form.
-pub fn window_result(o: &WindowOutcome) -> RunLoadResult {
-    let s = &o.summary;
-    RunLoadResult {
-        transactions: s.transactions,
-        failures: s.failures,
-        tps_including_connections: s.tps_including_connections,
-        tps_excluding_connections: s.tps_excluding_connections,
-        latency_avg_ms: s.latency_avg_ms,
-        latency_stddev_ms: s.latency_stddev_ms,
-        latency_p50_ms: s.latency_p50_ms,
-        latency_p90_ms: s.latency_p90_ms,
-        latency_p99_ms: s.latency_p99_ms,
-        latency_p999_ms: s.latency_p999_ms,
-        latency_max_ms: s.latency_max_ms,
-        connection_time_ms: s.connection_time_ms,
-        measured_seconds: s.measured_seconds,
-        client_cpu_user_s: s.cpu.user_s,
-        client_cpu_system_s: s.cpu.system_s,
-        samples: samples(&s.samples),
-        latency_histogram: stats::serialize_histogram(&s.histogram),
-        random_seed: s.random_seed,
-        clients: s.clients,
-        metrics: o.metrics.iter().map(metric).collect(),
-        txn_types: o
-            .txn_types
-            .iter()
-            .map(|t| TxnTypeStats {
-                name: t.name.clone(),
-                count: t.count,
-                rollbacks: t.rollbacks,
-                failures: t.failures,
-                latency_histogram: stats::serialize_histogram(&t.histogram),
-                rows: t.rows,
-            })
-            .collect(),
-        ..Default::default()
-    }
+    r.measured.clone().into()
 }
 
 /// A workload step's outcome in the wire form.
 pub fn step_result(o: StepOutcome) -> WorkloadStepResult {
     WorkloadStepResult {
         seconds: o.seconds,
-        metrics: o.metrics.iter().map(metric).collect(),
+        metrics: o.metrics.into_iter().map(Into::into).collect(),
         notes: o.notes,
     }
 }

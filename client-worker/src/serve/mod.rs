@@ -194,10 +194,10 @@ impl WorkerHandler {
             (Some(opts), _) => run_load_controlled(opts, progress, &ctl, go)
                 .await
                 .and_then(|r| {
-                    if r.transactions == 0 {
+                    if r.measured.transactions == 0 {
                         Err(WorkerError::Run(format!(
                             "no transaction succeeded ({} failed): {}",
-                            r.failures,
+                            r.measured.failures,
                             r.first_error.as_deref().unwrap_or("no error recorded")
                         )))
                     } else {

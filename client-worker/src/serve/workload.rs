@@ -83,7 +83,7 @@ pub async fn run_workload(
             ));
         }
     };
-    Ok(convert::window_result(&outcome))
+    Ok(outcome.into())
 }
 
 /// Runs one step of a TPC-C-like or AS3AP-like workload outside the measured window.

@@ -1,5 +1,5 @@
 //! A run's share on this worker: connect every terminal, report "ready", wait for the go,
-//! warm up, measure, and fold the terminals' measurements into a `WindowOutcome`.
+//! warm up, measure, and fold the terminals' measurements into a `LoadResult`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,10 +15,10 @@ use crate::conn::Target;
 use crate::cpu::CpuTimes;
 use crate::engine::control::LoadControl;
 use crate::engine::live::report_live_from;
-use crate::engine::window::{
-    Metric, TxnTypeOutcome, WindowFacts, WindowOutcome, WindowParams, WindowSummary,
-};
+use crate::engine::stats::serialize_histogram;
+use crate::engine::window::{self, WindowFacts, WindowParams};
 use crate::error::WorkerError;
+use blocklab_measure::{LoadResult, Metric, TxnType};
 
 /// The seed of terminal `k`'s generator, from the run's seed.
 fn terminal_seed(seed: u64, k: u32) -> u64 {
@@ -65,7 +65,7 @@ pub async fn run(
     progress: &ProgressSink,
     ctl: &LoadControl,
     go: Option<oneshot::Receiver<()>>,
-) -> Result<WindowOutcome, WorkerError> {
+) -> Result<LoadResult, WorkerError> {
     if t.clients == 0 {
         return Err(WorkerError::InvalidArgument(
             "clients must be at least 1".into(),
@@ -185,15 +185,15 @@ pub async fn run(
         seed,
     );
     tracing::info!(
-        transactions = r.summary.transactions,
-        failures = r.summary.failures,
+        transactions = r.transactions,
+        failures = r.failures,
         notpm = r.metrics.first().map_or(0.0, |m| m.value),
         "tpcc run finished"
     );
-    if r.summary.transactions == 0 {
+    if r.transactions == 0 {
         return Err(WorkerError::Run(format!(
             "no tpcc transaction completed ({} failed): {}",
-            r.summary.failures,
+            r.failures,
             total.first_error.as_deref().unwrap_or("no error recorded")
         )));
     }
@@ -207,15 +207,15 @@ fn build_result(
     (conn_elapsed, conn_total): (Duration, Duration),
     cpu: CpuTimes,
     seed: u64,
-) -> WindowOutcome {
+) -> LoadResult {
     let all = &total.all;
-    let txn_types: Vec<TxnTypeOutcome> = (0..KINDS)
-        .map(|k| TxnTypeOutcome {
+    let txn_types: Vec<TxnType> = (0..KINDS)
+        .map(|k| TxnType {
             name: NAMES[k].into(),
             count: total.kinds[k].transactions,
             rollbacks: total.rollbacks[k],
             failures: total.kinds[k].failures,
-            histogram: total.kinds[k].histogram.clone(),
+            latency_histogram: serialize_histogram(&total.kinds[k].histogram),
             rows: 0,
         })
         .collect();
@@ -232,8 +232,7 @@ fn build_result(
         clients: t.clients,
         random_seed: seed,
     };
-    WindowOutcome {
-        summary: WindowSummary::new(all, &facts),
+    LoadResult {
         metrics: vec![Metric {
             name: "notpm".into(),
             value: notpm,
@@ -241,5 +240,6 @@ fn build_result(
             higher_is_better: true,
         }],
         txn_types,
+        ..window::summary(all, &facts)
     }
 }

@@ -10,8 +10,9 @@ use super::params::{TpccOptions, TpccStep, warehouses_of_part};
 use super::{check, load, schema};
 use crate::conn::Target;
 use crate::engine::control::LoadControl;
-use crate::engine::window::{Metric, StepOutcome, StepParams};
+use crate::engine::window::{StepOutcome, StepParams};
 use crate::error::WorkerError;
+use blocklab_measure::Metric;
 
 async fn connect(t: &StepParams) -> Result<Client, WorkerError> {
     let conninfo = t

@@ -340,15 +340,15 @@ impl ResultRecord {
 #[derive(Debug, Clone, Default)]
 pub struct RunOutcome {
     /// The merged result over all of the run's workers.
-    pub result: crate::load::LoadResult,
+    pub result: blocklab_measure::LoadResult,
     /// (worker host, clients, that worker's result) for each worker.
-    pub shares: Vec<(String, u32, crate::load::LoadResult)>,
+    pub shares: Vec<(String, u32, blocklab_measure::LoadResult)>,
     /// Server-statistics deltas over the measured window.
     pub stats: Vec<(String, f64)>,
     /// Why the measurement is suspect (empty = not suspect).
     pub suspect: Vec<String>,
     /// Measurements of the workload kind beyond the pgbench columns, in display order.
-    pub metrics: Vec<crate::load::Metric>,
+    pub metrics: Vec<blocklab_measure::Metric>,
 }
 
 /// One line of a probe job's summary, averaged over repetitions.

@@ -181,7 +181,7 @@ impl Catalog {
         &self,
         run_id: &str,
         attempt: u32,
-        r: &crate::load::LoadResult,
+        r: &blocklab_measure::LoadResult,
     ) -> Result<bool, CatalogError> {
         let outcome = RunOutcome {
             result: r.clone(),
@@ -408,7 +408,7 @@ impl Catalog {
 async fn insert_result(
     tx: &mut Transaction<'static, Any>,
     run_id: &str,
-    r: &crate::load::LoadResult,
+    r: &blocklab_measure::LoadResult,
 ) -> Result<(), CatalogError> {
     sqlx::query(
         "INSERT INTO results (run_id, transactions, failures, tps, tps_incl_conn, latency_avg_ms, latency_stddev_ms,

@@ -6,7 +6,7 @@ use blocklab_spec::JobPlan;
 use sqlx::{Any, Row, Transaction};
 
 use super::{Catalog, CatalogError, LoadDetail};
-use crate::load::Statement;
+use blocklab_measure::Statement;
 
 /// The job's files, in the transaction that stores the job.
 pub(super) async fn insert_job_files(

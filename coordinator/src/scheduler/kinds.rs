@@ -12,7 +12,7 @@ use blocklab_proto::v1::{
 };
 use futures::future::try_join_all;
 
-use crate::load::{LoadResult, Metric};
+use blocklab_measure::{LoadResult, Metric};
 
 use super::Scheduler;
 use super::reset::{check_reset, reset_choices, reset_task};

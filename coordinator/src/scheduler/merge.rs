@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::load::{LoadResult, Sample, Statement, TxnType};
+use blocklab_measure::{LoadResult, Sample, Statement, TxnType};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 
@@ -21,7 +21,10 @@ pub fn merge(parts: &[LoadResult]) -> Result<LoadResult, MergeError> {
         return Err(MergeError::Empty);
     };
     if parts.len() == 1 {
-        return Ok(first.clone());
+        return Ok(LoadResult {
+            metrics: Vec::new(),
+            ..first.clone()
+        });
     }
     let mut hist: Option<Histogram<u64>> = None;
     for (i, p) in parts.iter().enumerate() {
@@ -111,6 +114,8 @@ pub fn merge(parts: &[LoadResult]) -> Result<LoadResult, MergeError> {
         statements: merge_statements(parts),
         random_seed: first.random_seed,
         clients: parts.iter().map(|p| p.clients).sum(),
+        // The run's metrics come from the merge (the scheduler's), not the workers' own.
+        metrics: Vec::new(),
         txn_types: merge_txn_types(parts)?,
     })
 }

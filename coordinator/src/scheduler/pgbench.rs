@@ -15,7 +15,7 @@ use super::Scheduler;
 use super::merge::split_clients;
 use super::run::{INIT_TIMEOUT, RunCtx, unexpected};
 use super::workload_metrics as wm;
-use crate::load::Metric;
+use blocklab_measure::Metric;
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)

@@ -11,7 +11,7 @@ use super::window::{Window, checkpoints};
 use super::workload_metrics as wm;
 use crate::catalog::{FpiSource, RunChoices};
 use crate::fleet::tasks::{RunOf, TaskError, WalStats};
-use crate::load::Metric;
+use blocklab_measure::Metric;
 use blocklab_spec::Stage;
 
 const WAL_STATS_TIMEOUT: Duration = Duration::from_secs(15 * 60);

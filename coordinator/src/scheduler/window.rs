@@ -16,7 +16,7 @@ use blocklab_proto::v1::{
 };
 use futures::future::try_join_all;
 
-use crate::load::LoadResult;
+use blocklab_measure::LoadResult;
 
 use super::Scheduler;
 use super::run::{Failure, RunCtx, fail, unexpected, unrecorded};

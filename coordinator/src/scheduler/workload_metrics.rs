@@ -3,7 +3,7 @@
 //! tuples per second (AS3AP-like mixes), seconds per maintenance step; and what a window's
 //! WAL cost per transaction (pgbench scripts, TPC-C-like).
 
-use crate::load::{LoadResult, Metric};
+use blocklab_measure::{LoadResult, Metric};
 
 use super::merge::read_histogram;
 
@@ -207,7 +207,7 @@ pub fn maintenance(steps: &[Metric]) -> Vec<Metric> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::TxnType;
+    use blocklab_measure::TxnType;
     use hdrhistogram::Histogram;
     use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 

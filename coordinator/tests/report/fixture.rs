@@ -6,7 +6,7 @@ use std::sync::Arc;
 use blocklab_coordinator::catalog::{
     Backend, BuildRecord, Catalog, HostRecord, Location, ServerRecord,
 };
-use blocklab_coordinator::load::{LoadResult, Sample, Statement};
+use blocklab_measure::{LoadResult, Sample, Statement};
 use blocklab_testpg::PgServer;
 use sqlx::AnyPool;
 

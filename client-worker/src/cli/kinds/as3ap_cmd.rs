@@ -124,7 +124,7 @@ async fn as3ap_mix(a: As3apMixArgs) -> Result<ExitCode, Failure> {
         return failures_exit(&o);
     }
     let tuples: u64 = o.txn_types.iter().map(|t| t.rows).sum();
-    let r = &o.summary;
+    let r = &o;
     println!(
         "workload: as3ap-like {}, {} rows, {} users, protocol {}",
         a.mix, a.rows, r.clients, a.protocol

@@ -7,9 +7,10 @@
 
 use std::process::ExitCode;
 
+use blocklab_measure::{LoadResult, TxnType};
 use blocklab_worker::conn::{Target, key_value_string};
-use blocklab_worker::engine::stats::quantile_ms;
-use blocklab_worker::engine::window::{StepOutcome, StepParams, TxnTypeOutcome, WindowOutcome};
+use blocklab_worker::engine::stats::{deserialize_histogram, new_histogram, quantile_ms};
+use blocklab_worker::engine::window::{StepOutcome, StepParams};
 use blocklab_worker::{LoadControl, WorkerError};
 use serde_json::json;
 use tokio_postgres::config::Host;
@@ -125,7 +126,7 @@ pub(super) struct TypeRow {
     pub(super) max_ms: f64,
 }
 
-pub(super) fn type_rows(types: &[TxnTypeOutcome]) -> Vec<TypeRow> {
+pub(super) fn type_rows(types: &[TxnType]) -> Vec<TypeRow> {
     let total: u64 = types.iter().map(|t| t.count).sum();
     let mut out = Vec::with_capacity(types.len());
     for t in types {
@@ -145,11 +146,12 @@ pub(super) fn type_rows(types: &[TxnTypeOutcome]) -> Vec<TypeRow> {
             p99_ms: 0.0,
             max_ms: 0.0,
         };
-        let h = &t.histogram;
+        // The histogram the worker serialized: read back, it is the one it recorded.
+        let h = deserialize_histogram(&t.latency_histogram).unwrap_or_else(|_| new_histogram());
         if !h.is_empty() {
             row.avg_ms = h.mean() / 1e3;
-            row.p90_ms = quantile_ms(h, 0.9);
-            row.p99_ms = quantile_ms(h, 0.99);
+            row.p90_ms = quantile_ms(&h, 0.9);
+            row.p99_ms = quantile_ms(&h, 0.99);
             row.max_ms = h.max() as f64 / 1e3;
         }
         out.push(row);
@@ -159,11 +161,11 @@ pub(super) fn type_rows(types: &[TxnTypeOutcome]) -> Vec<TypeRow> {
 
 /// The result as JSON: the run's figures, its metrics by name, and the per-type rows.
 pub(super) fn result_json(
-    o: &WindowOutcome,
+    o: &LoadResult,
     what: serde_json::Value,
     types: &[TypeRow],
 ) -> Result<String, Failure> {
-    let r = &o.summary;
+    let r = o;
     let metrics: serde_json::Map<String, serde_json::Value> = o
         .metrics
         .iter()
@@ -186,8 +188,8 @@ pub(super) fn result_json(
         "latency_p999_ms": r.latency_p999_ms,
         "latency_max_ms": r.latency_max_ms,
         "connection_time_ms": r.connection_time_ms,
-        "client_cpu_user_s": r.cpu.user_s,
-        "client_cpu_system_s": r.cpu.system_s,
+        "client_cpu_user_s": r.client_cpu_user_s,
+        "client_cpu_system_s": r.client_cpu_system_s,
         "metrics": metrics,
         "txn_types": types,
     });
@@ -195,8 +197,8 @@ pub(super) fn result_json(
 }
 
 /// Exit code 2 when transactions failed.
-pub(super) fn failures_exit(o: &WindowOutcome) -> Result<ExitCode, Failure> {
-    let failures = o.summary.failures;
+pub(super) fn failures_exit(o: &LoadResult) -> Result<ExitCode, Failure> {
+    let failures = o.failures;
     if failures > 0 {
         return Err((2, format!("{failures} transactions failed")));
     }

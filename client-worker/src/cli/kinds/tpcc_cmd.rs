@@ -220,7 +220,7 @@ async fn tpcc_run(a: TpccRunArgs) -> Result<ExitCode, Failure> {
         println!("{}", result_json(&o, what, &types)?);
         return failures_exit(&o);
     }
-    let r = &o.summary;
+    let r = &o;
     let kt = if a.keying_thinking {
         format!("on (x{})", a.time_scale)
     } else {

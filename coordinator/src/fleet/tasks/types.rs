@@ -78,7 +78,7 @@ pub struct Reset {
 #[derive(Debug, Clone, Default)]
 pub struct Maintained {
     /// One metric per step, in seconds, plus sizes.
-    pub metrics: Vec<crate::load::Metric>,
+    pub metrics: Vec<blocklab_measure::Metric>,
     /// Whether the count-cold step could drop the OS page cache.
     pub os_cache_dropped: bool,
     /// What the reset after the load did, when one was asked for and the table was loaded.

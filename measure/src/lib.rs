@@ -1,9 +1,12 @@
-//! What a run measured, as the coordinator keeps it: each worker's share and their merge, the
-//! workload metrics a kind computes from them. Filled from the workers' results at the Fleet
-//! seam ([`crate::fleet`]); the scheduler merges it and the catalog stores it.
+//! What a load run measured, in plain domain terms: one worker's share of a measured window
+//! or the merge of all of them, its per-second samples, its transaction types (or query
+//! classes), its statements and the workload metrics a kind computes. The worker fills it,
+//! the wire contract (blocklab-proto) converts it, the coordinator merges and stores it.
+
+use serde::Serialize;
 
 /// A load's result over its measured window: one worker's share, or all of them merged.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct LoadResult {
     pub transactions: u64,
     pub failures: u64,
@@ -19,6 +22,7 @@ pub struct LoadResult {
     pub latency_p99_ms: f64,
     pub latency_p999_ms: f64,
     pub latency_max_ms: f64,
+    /// Wall time to connect all clients (pgbench's "initial connection time").
     pub connection_time_ms: f64,
     pub measured_seconds: f64,
     pub client_cpu_user_s: f64,
@@ -30,14 +34,27 @@ pub struct LoadResult {
     pub latency_histogram: Vec<u8>,
     pub random_seed: u64,
     pub clients: u32,
+    /// Measurements of the workload kind beyond the pgbench columns (NOTPM, tup/s, ...), as
+    /// a worker computed them over its share.
+    pub metrics: Vec<Metric>,
     /// Per transaction type (TPC-C-like) or query class (AS3AP-like).
     pub txn_types: Vec<TxnType>,
     /// Per statement of each script (pgbench -r).
     pub statements: Vec<Statement>,
 }
 
+impl LoadResult {
+    /// The value of the first metric in `unit` (0 when there is none).
+    pub fn metric(&self, unit: &str) -> f64 {
+        self.metrics
+            .iter()
+            .find(|m| m.unit == unit)
+            .map_or(0.0, |m| m.value)
+    }
+}
+
 /// One command of one script: how often it ran, its summed latency, its failures.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Statement {
     pub script_index: u32,
     pub script: String,
@@ -59,7 +76,7 @@ impl Statement {
 }
 
 /// One second of a window.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Sample {
     pub second: u32,
     pub transactions: u64,
@@ -68,7 +85,7 @@ pub struct Sample {
 }
 
 /// One transaction type (or query class) of a load.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TxnType {
     pub name: String,
     /// Completed: committed plus intended rollbacks.
@@ -83,11 +100,45 @@ pub struct TxnType {
 }
 
 /// A named measurement of a run beyond the pgbench columns (NOTPM, tup/s, seconds of a step).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Metric {
     pub name: String,
     pub value: f64,
     /// NOTPM | s | ms | tup/s | tps | count | bytes
     pub unit: String,
     pub higher_is_better: bool,
+}
+
+impl Metric {
+    /// A duration in seconds (lower is better).
+    pub fn seconds(name: impl Into<String>, value: f64) -> Metric {
+        Metric {
+            name: name.into(),
+            value,
+            unit: "s".into(),
+            higher_is_better: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statement_average_and_metric_lookup() {
+        let s = Statement {
+            count: 4,
+            latency_sum_ms: 10.0,
+            ..Default::default()
+        };
+        assert_eq!(s.latency_avg_ms(), 2.5);
+        assert_eq!(Statement::default().latency_avg_ms(), 0.0);
+        let r = LoadResult {
+            metrics: vec![Metric::seconds("load_s", 3.0)],
+            ..Default::default()
+        };
+        assert_eq!(r.metric("s"), 3.0);
+        assert_eq!(r.metric("NOTPM"), 0.0);
+    }
 }

@@ -5,8 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-const CRATES: [&str; 10] = [
+const CRATES: [&str; 11] = [
     "proto",
+    "measure",
     "daemon",
     "spec",
     "report",

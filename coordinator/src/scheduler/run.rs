@@ -7,14 +7,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use blocklab_proto::v1::{
-    SnapshotStatsResult, SnapshotStatsTask, coordinator_message, task, task_result::Outcome,
-};
+use blocklab_proto::v1::task_result::Outcome;
 
 use super::placement::Waited;
 use super::{JobCtx, Scheduler, SchedulerError};
 use crate::catalog::{CatalogError, RunChoices, RunRecord, ServerRecord};
-use crate::fleet::tasks::{BuildOf, RunOf, Server, ServerRequest, TaskError};
+use crate::fleet::tasks::{BuildOf, RunOf, Server, ServerRequest, Snapshot, TaskError};
 use crate::fleet::{CallError, HostSession};
 use blocklab_spec::{Cell, Spec};
 
@@ -175,26 +173,18 @@ impl Scheduler {
             })),
             _ = cancelled.wait_for(|c| *c) => None,
         };
-        let cancel = blocklab_proto::v1::CancelTask {
-            task_id: String::new(),
-            run_id: run_id.to_string(),
-            attempt,
-        };
+        let this = RunOf { run_id, attempt };
         if matches!(&outcome, Some(Err(_))) {
             // A failed step ends the run at once: whatever still runs for this attempt on
             // the workers (a load parked waiting for go, a data load) is stopped.
             for host in &sessions {
-                let _ = host
-                    .notify(coordinator_message::Kind::Cancel(cancel.clone()))
-                    .await;
+                let _ = host.cancel(this).await;
             }
         }
         let Some(outcome) = outcome else {
             // Stop the load and the server of the cancelled attempt promptly.
             for host in sessions.iter().chain(std::iter::once(&agent)) {
-                let _ = host
-                    .notify(coordinator_message::Kind::Cancel(cancel.clone()))
-                    .await;
+                let _ = host.cancel(this).await;
             }
             let _ = agent
                 .stop_server(RunOf { run_id, attempt }, STOP_TIMEOUT)
@@ -357,33 +347,29 @@ impl Scheduler {
         run_id: &str,
         attempt: u32,
         checkpoint: bool,
-    ) -> Result<SnapshotStatsResult, Failure> {
-        let task = SnapshotStatsTask {
-            checkpoint_first: checkpoint,
-            settle_sessions: false,
-        };
-        self.snapshot_task(agent, run_id, attempt, task).await
+    ) -> Result<Snapshot, Failure> {
+        self.snapshot_task(agent, run_id, attempt, checkpoint, false)
+            .await
     }
 
+    /// A snapshot once the window's sessions closed (`settle_sessions`), or after a CHECKPOINT.
     pub(crate) async fn snapshot_task(
         &self,
         agent: &HostSession,
         run_id: &str,
         attempt: u32,
-        task: SnapshotStatsTask,
-    ) -> Result<SnapshotStatsResult, Failure> {
-        match agent
-            .call(
-                run_id,
-                attempt,
-                task::Kind::SnapshotStats(task),
+        checkpoint_first: bool,
+        settle_sessions: bool,
+    ) -> Result<Snapshot, Failure> {
+        agent
+            .snapshot_stats(
+                RunOf { run_id, attempt },
+                checkpoint_first,
+                settle_sessions,
                 STATS_TIMEOUT,
             )
             .await
-        {
-            Ok(Outcome::SnapshotStats(s)) => Ok(s),
-            other => Err(unexpected(Stage::Measuring, other)),
-        }
+            .map_err(task_failed(Stage::Measuring))
     }
 }
 

@@ -10,10 +10,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blocklab_proto::v1::{
-    Go, RunLoadTask, SnapshotStatsResult, SnapshotStatsTask, coordinator_message, task,
-    task_result::Outcome,
-};
+use blocklab_proto::v1::{RunLoadTask, task, task_result::Outcome};
 use futures::future::try_join_all;
 
 use blocklab_measure::LoadResult;
@@ -21,6 +18,7 @@ use blocklab_measure::LoadResult;
 use super::Scheduler;
 use super::run::{Failure, RunCtx, fail, unexpected, unrecorded};
 use crate::catalog::RunChoices;
+use crate::fleet::tasks::{RunOf, Snapshot};
 use crate::fleet::{HostSession, Progress, ProgressEvent};
 
 /// Client CPU above this share of the workers' threads marks a run suspect.
@@ -89,11 +87,9 @@ impl Scheduler {
         };
         let parts = all.await?;
         let results_at = Instant::now();
-        let settle = SnapshotStatsTask {
-            checkpoint_first: false,
-            settle_sessions: true,
-        };
-        let after = self.snapshot_task(agent, run_id, attempt, settle).await?;
+        let after = self
+            .snapshot_task(agent, run_id, attempt, false, true)
+            .await?;
         tracing::info!(
             run_id,
             end_lag_ms = results_at.elapsed().as_millis() as u64,
@@ -156,7 +152,7 @@ impl Scheduler {
         ctx: &RunCtx<'_>,
         progress: &mut tokio::sync::broadcast::Receiver<ProgressEvent>,
         task_ids: &[String],
-    ) -> Result<(SnapshotStatsResult, SnapshotStatsResult), Failure> {
+    ) -> Result<(Snapshot, Snapshot), Failure> {
         let RunCtx {
             spec,
             cell,
@@ -172,12 +168,7 @@ impl Scheduler {
             .snapshot(agent, run_id, attempt, spec.layout.checkpoint_before)
             .await?;
         for (w, id) in workers.iter().zip(task_ids) {
-            let go = Go {
-                task_id: id.clone(),
-                run_id: run_id.to_string(),
-                attempt,
-            };
-            w.notify(coordinator_message::Kind::Go(go))
+            w.go(id, RunOf { run_id, attempt })
                 .await
                 .map_err(|e| fail(Stage::Measuring, e.to_string(), ""))?;
         }
@@ -246,7 +237,7 @@ fn ended_early() -> Failure {
 }
 
 /// `wal_lsn_bytes` of a snapshot (0 when absent).
-fn lsn_of(s: &SnapshotStatsResult) -> u64 {
+fn lsn_of(s: &Snapshot) -> u64 {
     serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&s.stats_json)
         .ok()
         .and_then(|m| m.get("wal_lsn_bytes").and_then(serde_json::Value::as_u64))
@@ -269,10 +260,7 @@ pub(crate) fn checkpoints(stats: &[(String, f64)]) -> f64 {
 }
 
 /// A changed postmaster start time means the server restarted inside the window.
-pub(crate) fn check_no_restart(
-    before: &SnapshotStatsResult,
-    after: &SnapshotStatsResult,
-) -> Result<(), Failure> {
+pub(crate) fn check_no_restart(before: &Snapshot, after: &Snapshot) -> Result<(), Failure> {
     if !before.postmaster_start_time.is_empty()
         && before.postmaster_start_time != after.postmaster_start_time
     {
@@ -289,10 +277,7 @@ pub(crate) fn check_no_restart(
 }
 
 /// after - before for every numeric counter present in both snapshots.
-pub(crate) fn deltas(
-    before: &SnapshotStatsResult,
-    after: &SnapshotStatsResult,
-) -> Vec<(String, f64)> {
+pub(crate) fn deltas(before: &Snapshot, after: &Snapshot) -> Vec<(String, f64)> {
     let parse = |s: &str| {
         serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(s).unwrap_or_default()
     };

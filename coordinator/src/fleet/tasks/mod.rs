@@ -14,7 +14,7 @@ use super::{CallError, HostSession};
 use crate::catalog::Probed;
 pub use types::{
     BuildOf, Built, CachesReset, ConnInfo, EffectiveSetting, Maintained, ProbeRequest, Reset,
-    Server, ServerRequest, SettingProblem, WalStats,
+    Server, ServerRequest, SettingProblem, Snapshot, WalStats,
 };
 
 /// Why a task gave no result.
@@ -108,6 +108,45 @@ impl HostSession {
             Outcome::StopServer(_) => Ok(()),
             other => Err(failure("a server stop", other)),
         }
+    }
+
+    /// Reads the server's statistics, after a CHECKPOINT (`checkpoint_first`) or once the
+    /// run's client sessions have closed (`settle_sessions`).
+    pub async fn snapshot_stats(
+        &self,
+        run: RunOf<'_>,
+        checkpoint_first: bool,
+        settle_sessions: bool,
+        timeout: Duration,
+    ) -> Result<Snapshot, TaskError> {
+        let kind = task::Kind::SnapshotStats(pb::SnapshotStatsTask {
+            checkpoint_first,
+            settle_sessions,
+        });
+        match self.call(run.run_id, run.attempt, kind, timeout).await? {
+            Outcome::SnapshotStats(s) => Ok(s.into()),
+            other => Err(failure("a statistics snapshot", other)),
+        }
+    }
+
+    /// Starts the load of task `task_id`, parked until now after connecting its clients.
+    pub async fn go(&self, task_id: &str, run: RunOf<'_>) -> Result<(), CallError> {
+        self.notify(pb::coordinator_message::Kind::Go(pb::Go {
+            task_id: task_id.to_string(),
+            run_id: run.run_id.to_string(),
+            attempt: run.attempt,
+        }))
+        .await
+    }
+
+    /// Stops whatever this host still runs for the run attempt.
+    pub async fn cancel(&self, run: RunOf<'_>) -> Result<(), CallError> {
+        self.notify(pb::coordinator_message::Kind::Cancel(pb::CancelTask {
+            task_id: String::new(),
+            run_id: run.run_id.to_string(),
+            attempt: run.attempt,
+        }))
+        .await
     }
 
     /// Empties the caches the reset names.

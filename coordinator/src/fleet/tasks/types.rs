@@ -97,6 +97,17 @@ pub struct ProbeRequest {
     pub fsync_writes: u32,
 }
 
+/// The server's statistics at one instant, as the agent read them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// A JSON object of counters (`wal_lsn_bytes`, `wal.wal_fpi`, ...).
+    pub stats_json: String,
+    pub postmaster_start_time: String,
+    /// The CHECKPOINT asked for before the snapshot was done.
+    pub checkpoint_done: bool,
+    pub taken_at: String,
+}
+
 /// What a cache reset did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CachesReset {
@@ -247,6 +258,17 @@ impl From<pb::RunProbeResult> for Probed {
                 .collect(),
             device: r.device,
             filesystem: r.filesystem,
+        }
+    }
+}
+
+impl From<pb::SnapshotStatsResult> for Snapshot {
+    fn from(s: pb::SnapshotStatsResult) -> Self {
+        Snapshot {
+            stats_json: s.stats_json,
+            postmaster_start_time: s.postmaster_start_time,
+            checkpoint_done: s.checkpoint_done,
+            taken_at: s.taken_at,
         }
     }
 }

@@ -6,78 +6,20 @@
 use blocklab_spec::Stage;
 use std::time::{Duration, Instant};
 
-use blocklab_proto::v1::{
-    As3apParams, ConnInfo, RunLoadTask, TpccParams, WorkloadKind as WireKind, WorkloadStepResult,
-    WorkloadStepTask, task, task_result::Outcome,
-};
 use futures::future::try_join_all;
 
 use blocklab_measure::{LoadResult, Metric};
 
 use super::Scheduler;
 use super::reset::{check_reset, reset_choices, reset_task};
-use super::run::{Failure, INIT_TIMEOUT, RunCtx, fail, task_failed, unexpected, unrecorded};
+use super::run::{Failure, INIT_TIMEOUT, RunCtx, fail, task_failed, unrecorded};
 use super::window::{Window, add_deltas, deltas};
 use super::workload_metrics as wm;
 use crate::catalog::RunOutcome;
-use crate::fleet::tasks::RunOf;
-use blocklab_spec::{Workload, WorkloadKind, WorkloadName, WorkloadStep};
+use crate::fleet::tasks::{ConnInfo, Load, RunOf, StepDone};
+use blocklab_spec::{Workload, WorkloadKind, WorkloadStep};
 
 const MAINTENANCE_TIMEOUT: Duration = Duration::from_secs(6 * 60 * 60);
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// The wire form of a TPC-C-like or AS3AP-like workload at a cell's scale.
-fn wire_kind(w: &Workload, scale: u32, mix: &str) -> WireKind {
-    match &w.kind {
-        WorkloadKind::Tpcc {
-            keying_thinking,
-            time_scale,
-            ..
-        } => WireKind {
-            kind: WorkloadName::Tpcc.as_str().into(),
-            tpcc: Some(TpccParams {
-                warehouses: scale,
-                keying_thinking: *keying_thinking,
-                time_scale: *time_scale,
-            }),
-            as3ap: None,
-        },
-        _ => WireKind {
-            kind: WorkloadName::As3ap.as_str().into(),
-            tpcc: None,
-            as3ap: Some(As3apParams {
-                rows: u64::from(scale) * 1000,
-                mix: mix.to_string(),
-            }),
-        },
-    }
-}
-
-/// Each worker's share of a TPC-C-like or AS3AP-like window.
-fn kind_load<'a>(
-    conninfo: &'a ConnInfo,
-    workload: &'a Workload,
-    scale: u32,
-    kind: &'a WireKind,
-) -> impl Fn(u32, u32) -> RunLoadTask + 'a {
-    move |clients, offset| RunLoadTask {
-        conninfo: Some(conninfo.clone()),
-        clients,
-        threads: clients.max(1),
-        duration_ms: millis(workload.duration),
-        warmup_ms: millis(workload.warmup),
-        scale,
-        client_id_offset: offset,
-        workload: Some(kind.clone()),
-        // The job's seed, as pgbench runs have it: all workers of a run share the
-        // workload's constants, and a rerun with the same seed replays the streams.
-        random_seed: workload.pgbench.random_seed,
-        ..Default::default()
-    }
-}
 
 fn outcome(w: Window, metrics: Vec<Metric>, headline: &str) -> RunOutcome {
     RunOutcome {
@@ -92,7 +34,7 @@ fn outcome(w: Window, metrics: Vec<Metric>, headline: &str) -> RunOutcome {
 impl Scheduler {
     pub(crate) async fn measure(&self, ctx: &RunCtx<'_>) -> Result<RunOutcome, Failure> {
         let server = self.prepare(ctx).await?;
-        let conninfo: ConnInfo = server.conninfo.clone().into();
+        let conninfo = server.conninfo.clone();
         let workload = ctx.spec.cell_workload(ctx.cell);
         match &workload.kind {
             WorkloadKind::Pgbench => self.measure_pgbench(ctx, workload, conninfo).await,
@@ -114,14 +56,16 @@ impl Scheduler {
         conninfo: ConnInfo,
     ) -> Result<RunOutcome, Failure> {
         let loaded = self.load_data(ctx, workload, &conninfo).await?;
-        let workers = u32::try_from(ctx.workers.len()).unwrap_or(1);
         self.reset_caches(ctx).await?;
         let w = self
             .window(
                 ctx,
                 super::pgbench::window_length(workload),
-                Some(workload.threads),
-                super::pgbench::load_task(&conninfo, workload, ctx.cell, workers),
+                Load::Pgbench {
+                    workload,
+                    cell: ctx.cell,
+                },
+                &conninfo,
             )
             .await?;
         let mut metrics = self.wal_metrics(ctx, &w, w.merged.transactions).await?;
@@ -134,35 +78,27 @@ impl Scheduler {
         &self,
         ctx: &RunCtx<'_>,
         workers: usize,
-        kind: &WireKind,
+        workload: &Workload,
         conninfo: &ConnInfo,
         step: WorkloadStep,
-    ) -> Result<Vec<WorkloadStepResult>, Failure> {
+    ) -> Result<Vec<StepDone>, Failure> {
         let stage = if step == WorkloadStep::Check {
             Stage::Checking
         } else {
             Stage::LoadingData
         };
         let parts = u32::try_from(workers).unwrap_or(1);
+        let run = RunOf {
+            run_id: ctx.run_id,
+            attempt: ctx.attempt,
+        };
+        let scale = ctx.cell.scale;
         let calls = ctx.workers[..workers].iter().enumerate().map(|(i, w)| {
-            let t = WorkloadStepTask {
-                conninfo: Some(conninfo.clone()),
-                workload: Some(kind.clone()),
-                step: crate::fleet::convert::step_name(step).into(),
-                part: u32::try_from(i).unwrap_or(0),
-                parts,
-            };
-            let call = w.call(
-                ctx.run_id,
-                ctx.attempt,
-                task::Kind::WorkloadStep(t),
-                INIT_TIMEOUT,
-            );
+            let part = (u32::try_from(i).unwrap_or(0), parts);
             async move {
-                match call.await {
-                    Ok(Outcome::WorkloadStep(s)) => Ok(s),
-                    other => Err(unexpected(stage, other)),
-                }
+                w.workload_step(run, conninfo, workload, scale, step, part, INIT_TIMEOUT)
+                    .await
+                    .map_err(task_failed(stage))
             }
         });
         // The first part that fails fails the step at once.
@@ -176,14 +112,13 @@ impl Scheduler {
         conninfo: ConnInfo,
         check: bool,
     ) -> Result<RunOutcome, Failure> {
-        let kind = wire_kind(workload, ctx.cell.scale, "");
         let loading = Instant::now();
-        self.steps(ctx, 1, &kind, &conninfo, WorkloadStep::Schema)
+        self.steps(ctx, 1, workload, &conninfo, WorkloadStep::Schema)
             .await?;
         let loaders = ctx.workers.len().min(ctx.cell.scale as usize).max(1);
-        self.steps(ctx, loaders, &kind, &conninfo, WorkloadStep::Load)
+        self.steps(ctx, loaders, workload, &conninfo, WorkloadStep::Load)
             .await?;
-        self.steps(ctx, 1, &kind, &conninfo, WorkloadStep::Finish)
+        self.steps(ctx, 1, workload, &conninfo, WorkloadStep::Finish)
             .await?;
         let load_s = loading.elapsed().as_secs_f64();
         self.reset_caches(ctx).await?;
@@ -191,8 +126,12 @@ impl Scheduler {
             .window(
                 ctx,
                 workload.duration + workload.warmup,
-                None,
-                kind_load(&conninfo, workload, ctx.cell.scale, &kind),
+                Load::Kind {
+                    workload,
+                    scale: ctx.cell.scale,
+                    mix: "",
+                },
+                &conninfo,
             )
             .await?;
         let mut metrics = wm::tpcc(&w.merged);
@@ -203,7 +142,7 @@ impl Scheduler {
                 .set_stage(ctx.run_id, ctx.attempt, Stage::Checking)
                 .await;
             let checked = self
-                .steps(ctx, 1, &kind, &conninfo, WorkloadStep::Check)
+                .steps(ctx, 1, workload, &conninfo, WorkloadStep::Check)
                 .await?;
             let passed = checked.first().map_or(0, |c| c.notes.len());
             tracing::info!(
@@ -230,13 +169,12 @@ impl Scheduler {
         single_user: bool,
         mixes: &[String],
     ) -> Result<RunOutcome, Failure> {
-        let kind = wire_kind(workload, ctx.cell.scale, "");
         let mut metrics = Vec::new();
         for s in self
-            .steps(ctx, 1, &kind, &conninfo, WorkloadStep::Load)
+            .steps(ctx, 1, workload, &conninfo, WorkloadStep::Load)
             .await?
         {
-            metrics.extend(s.metrics.into_iter().map(Metric::from));
+            metrics.extend(s.metrics);
         }
         // Every measured phase (the single-user queries, each mix) starts from the caches
         // the layout asks for.
@@ -248,22 +186,25 @@ impl Scheduler {
                 .await;
             self.changed(ctx.job_id);
             for s in self
-                .steps(ctx, 1, &kind, &conninfo, WorkloadStep::SingleUser)
+                .steps(ctx, 1, workload, &conninfo, WorkloadStep::SingleUser)
                 .await?
             {
-                metrics.extend(s.metrics.into_iter().map(Metric::from));
+                metrics.extend(s.metrics);
             }
         }
         let mut first: Option<Window> = None;
         for mix in mixes {
-            let mix_kind = wire_kind(workload, ctx.cell.scale, mix);
             self.reset_caches(ctx).await?;
             let w = self
                 .window(
                     ctx,
                     workload.duration + workload.warmup,
-                    None,
-                    kind_load(&conninfo, workload, ctx.cell.scale, &mix_kind),
+                    Load::Kind {
+                        workload,
+                        scale: ctx.cell.scale,
+                        mix,
+                    },
+                    &conninfo,
                 )
                 .await?;
             metrics.extend(wm::as3ap_mix(mix, &w.merged));

@@ -7,13 +7,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use blocklab_proto::v1::task_result::Outcome;
-
 use super::placement::Waited;
 use super::{JobCtx, Scheduler, SchedulerError};
 use crate::catalog::{CatalogError, RunChoices, RunRecord, ServerRecord};
+use crate::fleet::HostSession;
 use crate::fleet::tasks::{BuildOf, RunOf, Server, ServerRequest, Snapshot, TaskError};
-use crate::fleet::{CallError, HostSession};
 use blocklab_spec::{Cell, Spec};
 
 const PREPARE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
@@ -77,18 +75,6 @@ pub(crate) fn task_failed(stage: Stage) -> impl FnOnce(TaskError) -> Failure {
             ..fail(stage, e.to_string(), "")
         },
         e @ TaskError::WrongKind { .. } => fail(stage, e.to_string(), ""),
-    }
-}
-
-pub(crate) fn unexpected(stage: Stage, outcome: Result<Outcome, CallError>) -> Failure {
-    match outcome {
-        // The host's stage when it names one this coordinator knows, else the step's own.
-        Ok(Outcome::Error(e)) => fail(e.stage.parse().unwrap_or(stage), e.reason, e.log_tail),
-        Ok(_) => fail(stage, "host answered with the wrong result kind", ""),
-        Err(e) => Failure {
-            lost: true,
-            ..fail(stage, e.to_string(), "")
-        },
     }
 }
 

@@ -10,15 +10,14 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blocklab_proto::v1::{RunLoadTask, task, task_result::Outcome};
 use futures::future::try_join_all;
 
 use blocklab_measure::LoadResult;
 
 use super::Scheduler;
-use super::run::{Failure, RunCtx, fail, unexpected, unrecorded};
+use super::run::{Failure, RunCtx, fail, task_failed, unrecorded};
 use crate::catalog::RunChoices;
-use crate::fleet::tasks::{RunOf, Snapshot};
+use crate::fleet::tasks::{ConnInfo, Load, RunOf, Share, Snapshot};
 use crate::fleet::{HostSession, Progress, ProgressEvent};
 
 /// Client CPU above this share of the workers' threads marks a run suspect.
@@ -38,16 +37,20 @@ pub(crate) struct Window {
 }
 
 impl Scheduler {
-    /// Runs one window: `task(clients, first_client_id)` is each worker's share of the load.
-    /// `threads` is how many threads a worker's clients run on (pgbench's `-j`); `None`: as
-    /// many as the worker has cores (the TPC-C-like and AS3AP-like drivers).
+    /// Runs one window of `load` on the run's workers, each its share of the cell's clients.
     pub(crate) async fn window(
         &self,
         ctx: &RunCtx<'_>,
         length: Duration,
-        threads: Option<u32>,
-        task: impl Fn(u32, u32) -> RunLoadTask,
+        load: Load<'_>,
+        conninfo: &ConnInfo,
     ) -> Result<Window, Failure> {
+        // How many threads a worker's clients run on (pgbench's `-j`); `None`: as many as
+        // the worker has cores (the TPC-C-like and AS3AP-like drivers).
+        let threads = match load {
+            Load::Pgbench { workload, .. } => Some(workload.threads),
+            Load::Kind { .. } => None,
+        };
         let RunCtx {
             run_id,
             attempt,
@@ -63,17 +66,32 @@ impl Scheduler {
             .iter()
             .map(|_| uuid::Uuid::new_v4().to_string())
             .collect();
-        let calls = workers.iter().zip(&shares).zip(&task_ids).map(
-            |((w, &(clients, offset)), id): ((&Arc<HostSession>, _), _)| {
-                let mut load = task(clients, offset);
-                load.wait_for_go = true;
-                let call = w.call_with_id(id, run_id, attempt, task::Kind::RunLoad(load), timeout);
-                async move {
-                    match call.await {
-                        Ok(Outcome::RunLoad(r)) => Ok(LoadResult::from(r)),
-                        other => Err(unexpected(Stage::Measuring, other)),
-                    }
-                }
+        let mut first_thread = 0;
+        let parts: Vec<Share> = shares
+            .iter()
+            .map(|&(clients, first_client)| {
+                let share = Share {
+                    clients,
+                    first_client,
+                    first_thread,
+                };
+                first_thread += load.threads(clients);
+                share
+            })
+            .collect();
+        let load = &load;
+        let calls = workers.iter().zip(parts).zip(&task_ids).map(
+            |((w, share), id): ((&Arc<HostSession>, _), _)| async move {
+                w.run_load(
+                    id,
+                    RunOf { run_id, attempt },
+                    conninfo,
+                    load,
+                    share,
+                    timeout,
+                )
+                .await
+                .map_err(task_failed(Stage::Measuring))
             },
         );
         // The first worker that fails ends the window at once (the run's failure then cancels

@@ -376,15 +376,22 @@ pub async fn run_job_with_files(
         .await
         .expect("submit")
         .into_inner();
+    let state = follow_job(client, &submitted.job_id, timeout).await;
+    (submitted.job_id, state)
+}
+
+/// Follows a job (as `blocklab watch` does) until it finishes; returns its final state.
+pub async fn follow_job(
+    client: &mut ControlClient<Channel>,
+    job_id: &str,
+    timeout: Duration,
+) -> String {
     let mut out = Vec::new();
-    let last = tokio::time::timeout(
-        timeout,
-        blocklab_cli::watch(client, &submitted.job_id, &mut out),
-    )
-    .await
-    .expect("job finished in time")
-    .expect("watch");
-    (submitted.job_id, last.map(|j| j.state).unwrap_or_default())
+    let last = tokio::time::timeout(timeout, blocklab_cli::watch(client, job_id, &mut out))
+        .await
+        .expect("job finished in time")
+        .expect("watch");
+    last.map(|j| j.state).unwrap_or_default()
 }
 
 /// The verdict a cell's own figures imply, by the documented rule (README, statistics):

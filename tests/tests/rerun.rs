@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use blocklab_proto::v1::{CompareJobsRequest, GetJobRequest, RerunJobRequest};
-use blocklab_tests::{Lab, pg_tarball, run_job};
+use blocklab_tests::{Lab, follow_job, pg_tarball, run_job};
+
+const TIMEOUT: Duration = Duration::from_secs(20 * 60);
 use sqlx::Row;
 
 fn spec() -> String {
@@ -29,23 +31,6 @@ duration = "1s"
     )
 }
 
-/// Follows a job to its end; returns its final state.
-async fn finish(
-    client: &mut blocklab_proto::v1::control_client::ControlClient<tonic::transport::Channel>,
-    job_id: &str,
-) -> String {
-    let mut out = Vec::new();
-    tokio::time::timeout(
-        Duration::from_secs(20 * 60),
-        blocklab_cli::watch(client, job_id, &mut out),
-    )
-    .await
-    .expect("job finished in time")
-    .expect("watch")
-    .map(|j| j.state)
-    .unwrap_or_default()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_rerun_is_a_new_job_of_the_same_plan_that_compares_with_the_old() {
     let lab = Lab::start().await;
@@ -63,7 +48,10 @@ async fn a_rerun_is_a_new_job_of_the_same_plan_that_compares_with_the_old() {
         .into_inner();
     assert_ne!(rerun.job_id, first);
     assert_eq!((rerun.cells, rerun.runs), (1, 1));
-    assert_eq!(finish(&mut client, &rerun.job_id).await, "done");
+    assert_eq!(
+        follow_job(&mut client, &rerun.job_id, TIMEOUT).await,
+        "done"
+    );
     let same = client
         .rerun_job(RerunJobRequest {
             job_id: first.clone(),
@@ -73,7 +61,7 @@ async fn a_rerun_is_a_new_job_of_the_same_plan_that_compares_with_the_old() {
         .expect("rerun --same-seed")
         .into_inner()
         .job_id;
-    assert_eq!(finish(&mut client, &same).await, "done");
+    assert_eq!(follow_job(&mut client, &same, TIMEOUT).await, "done");
 
     // The new job records which job it reruns, and `job` shows it.
     let got = client

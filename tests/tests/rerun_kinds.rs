@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use blocklab_proto::v1::RerunJobRequest;
 use blocklab_proto::v1::control_client::ControlClient;
-use blocklab_tests::{Lab, pg_tarball, run_job};
+use blocklab_tests::{Lab, follow_job, pg_tarball, run_job};
+
+const TIMEOUT: Duration = Duration::from_secs(20 * 60);
 use sqlx::Row;
 use tonic::transport::Channel;
 
@@ -31,20 +33,6 @@ shared_buffers = "32MB"
     )
 }
 
-/// Follows a job to its end; returns its final state.
-async fn finish(client: &mut ControlClient<Channel>, job_id: &str) -> String {
-    let mut out = Vec::new();
-    tokio::time::timeout(
-        Duration::from_secs(20 * 60),
-        blocklab_cli::watch(client, job_id, &mut out),
-    )
-    .await
-    .expect("job finished in time")
-    .expect("watch")
-    .map(|j| j.state)
-    .unwrap_or_default()
-}
-
 async fn rerun(client: &mut ControlClient<Channel>, job_id: &str, same_seed: bool) -> String {
     let id = client
         .rerun_job(RerunJobRequest {
@@ -55,7 +43,7 @@ async fn rerun(client: &mut ControlClient<Channel>, job_id: &str, same_seed: boo
         .expect("rerun")
         .into_inner()
         .job_id;
-    assert_eq!(finish(client, &id).await, "done", "rerun {id}");
+    assert_eq!(follow_job(client, &id, TIMEOUT).await, "done", "rerun {id}");
     id
 }
 

@@ -160,6 +160,7 @@ pub async fn serve(
     // The hosts' last_seen, in one write for all of them (liveness itself is in memory).
     let flush_registry = registry.clone();
     let flush_catalog = catalog.clone();
+    let closing_catalog = catalog.clone();
     let flush_role = role.clone();
     let flusher = tokio::spawn(async move {
         loop {
@@ -273,6 +274,7 @@ pub async fn serve(
     if let Some(d) = dashboard {
         d.abort();
     }
+    closing_catalog.close(SHUTDOWN_GRACE).await;
     result?;
     match lost.get() {
         Some(l) => Err(CoordinatorError::LeadLost(l.clone())),

@@ -294,3 +294,39 @@ async fn a_corrupt_row_answers_internal_not_unavailable() {
     c.stop.send(()).expect("stop");
     c.served.await.expect("stopped");
 }
+
+/// After a stop the SQLite file alone is the whole catalog: the coordinator checkpoints its
+/// write-ahead log into it, so a copy of `catalog.db` without `catalog.db-wal` holds the job.
+#[tokio::test]
+async fn after_a_stop_the_catalog_file_alone_holds_everything() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("catalog.db");
+    let mut c = start(&db).await;
+    let job_id = c
+        .client
+        .submit_job(SubmitJobRequest {
+            spec_toml: SPEC.into(),
+            ..Default::default()
+        })
+        .await
+        .expect("submit")
+        .into_inner()
+        .job_id;
+    c.stop.send(()).expect("stop");
+    c.served.await.expect("stopped");
+
+    let wal = dir.path().join("catalog.db-wal");
+    let wal_bytes = std::fs::metadata(&wal).map_or(0, |m| m.len());
+    assert_eq!(wal_bytes, 0, "the write-ahead log still holds pages");
+    let copy_dir = tempfile::tempdir().expect("tempdir");
+    let copy = copy_dir.path().join("catalog.db");
+    std::fs::copy(&db, &copy).expect("copy the file alone");
+    assert_eq!(
+        sql(
+            &copy,
+            &format!("SELECT count(*) FROM runs WHERE job_id = '{job_id}'")
+        ),
+        "6",
+        "the copied file holds the job's runs"
+    );
+}

@@ -111,6 +111,10 @@ pub async fn copy(from: &Location, to: &Location) -> Result<Vec<(&'static str, u
         copied.push((table, rows.len() as u64));
     }
     tx.commit().await.map_err(|e| to_err(e.into()))?;
+    // A SQLite target is then one self-contained file (its log checkpointed into it).
+    let grace = std::time::Duration::from_secs(5);
+    target.close(grace).await;
+    source.close(grace).await;
     tracing::info!(from = %from, to = %to, tables = copied.len(), "catalog copied");
     Ok(copied)
 }

@@ -67,6 +67,30 @@ impl Catalog {
         Ok(catalog)
     }
 
+    /// Ends this coordinator's use of the catalog. On SQLite the write-ahead log is first
+    /// checkpointed into the file and truncated, so the file alone holds everything (a copy of
+    /// `catalog.db` without its `-wal` is whole); then the connections close, waiting at most
+    /// `grace` for ones still in use.
+    pub async fn close(&self, grace: std::time::Duration) {
+        if self.backend == Backend::Sqlite {
+            match sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .fetch_optional(&self.writer)
+                .await
+            {
+                Ok(_) => tracing::info!("catalog checkpointed"),
+                Err(e) => tracing::warn!(error = %e, "cannot checkpoint the catalog at shutdown"),
+            }
+        }
+        let closed = async {
+            self.reader.close().await;
+            self.lease_pool.close().await;
+            self.writer.close().await;
+        };
+        if tokio::time::timeout(grace, closed).await.is_err() {
+            tracing::warn!(?grace, "catalog connections still in use at shutdown");
+        }
+    }
+
     /// Which backend the catalog is on.
     pub fn backend(&self) -> Backend {
         self.backend

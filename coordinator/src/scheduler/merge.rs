@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use blocklab_measure::{LoadResult, Sample, Statement, TxnType};
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
@@ -28,12 +28,10 @@ pub fn merge(parts: &[LoadResult]) -> Result<LoadResult, MergeError> {
     }
     let mut hist: Option<Histogram<u64>> = None;
     for (i, p) in parts.iter().enumerate() {
-        let h: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut std::io::Cursor::new(&p.latency_histogram))
-            .map_err(|e| MergeError::Histogram {
-                worker: i,
-                reason: format!("{e:?}"),
-            })?;
+        let h = read_histogram(i, &p.latency_histogram)?.ok_or(MergeError::Histogram {
+            worker: i,
+            reason: "none sent".into(),
+        })?;
         match hist.as_mut() {
             None => hist = Some(resizing(h)),
             Some(acc) => acc.add(&h).map_err(|e| MergeError::Histogram {
@@ -188,18 +186,9 @@ fn resizing(mut h: Histogram<u64>) -> Histogram<u64> {
     h
 }
 
-/// A worker's serialized histogram; empty bytes = none.
+/// A worker's serialized histogram, checked before it is read; empty bytes = none.
 pub fn read_histogram(worker: usize, bytes: &[u8]) -> Result<Option<Histogram<u64>>, MergeError> {
-    if bytes.is_empty() {
-        return Ok(None);
-    }
-    Deserializer::new()
-        .deserialize(&mut std::io::Cursor::new(bytes))
-        .map(Some)
-        .map_err(|e| MergeError::Histogram {
-            worker,
-            reason: format!("{e:?}"),
-        })
+    super::histogram::read(bytes).map_err(|reason| MergeError::Histogram { worker, reason })
 }
 
 /// Splits `clients` across `workers` as evenly as possible: (clients, first client id) each.

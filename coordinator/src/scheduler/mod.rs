@@ -14,6 +14,7 @@ use blocklab_spec::{JobPlan, JobState, RunState, Spec, SpecError, Stage};
 
 mod adaptive;
 mod db_hosts;
+mod histogram;
 mod kinds;
 mod memory;
 pub mod merge;

@@ -32,6 +32,21 @@ struct Running {
     served: tokio::task::JoinHandle<()>,
 }
 
+impl Running {
+    /// Submits `SPEC`; returns the job id.
+    async fn submit(&mut self) -> String {
+        self.client
+            .submit_job(SubmitJobRequest {
+                spec_toml: SPEC.into(),
+                ..Default::default()
+            })
+            .await
+            .expect("submit")
+            .into_inner()
+            .job_id
+    }
+}
+
 async fn start(db: &Path) -> Running {
     start_with(blocklab_coordinator::CoordinatorConfig::new(db)).await
 }
@@ -83,16 +98,7 @@ async fn an_unparsable_stored_spec_breaks_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("catalog.db");
     let mut c = start(&db).await;
-    let job_id = c
-        .client
-        .submit_job(SubmitJobRequest {
-            spec_toml: SPEC.into(),
-            ..Default::default()
-        })
-        .await
-        .expect("submit")
-        .into_inner()
-        .job_id;
+    let job_id = c.submit().await;
     let order_before = sql(
         &db,
         &format!(
@@ -219,15 +225,7 @@ async fn a_corrupt_row_answers_internal_not_unavailable() {
     let mut c = start(&db).await;
     let mut ids = Vec::new();
     for _ in 0..2 {
-        let submitted = c
-            .client
-            .submit_job(SubmitJobRequest {
-                spec_toml: SPEC.into(),
-                ..Default::default()
-            })
-            .await
-            .expect("submit");
-        ids.push(submitted.into_inner().job_id);
+        ids.push(c.submit().await);
     }
     c.stop.send(()).expect("stop");
     c.served.await.expect("stopped");
@@ -302,16 +300,7 @@ async fn after_a_stop_the_catalog_file_alone_holds_everything() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("catalog.db");
     let mut c = start(&db).await;
-    let job_id = c
-        .client
-        .submit_job(SubmitJobRequest {
-            spec_toml: SPEC.into(),
-            ..Default::default()
-        })
-        .await
-        .expect("submit")
-        .into_inner()
-        .job_id;
+    let job_id = c.submit().await;
     c.stop.send(()).expect("stop");
     c.served.await.expect("stopped");
 

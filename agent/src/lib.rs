@@ -57,6 +57,9 @@ pub struct AgentConfig {
     /// WAL directories of runs with `separate_wal`: `wal_root/<run_id>/`. Default
     /// `work_dir/wal`.
     pub wal_root: Option<PathBuf>,
+    /// The only directory `[workload.init] dump` archives are restored from (a spec names a
+    /// path below it). Default `work_dir/dumps`.
+    pub dumps_dir: Option<PathBuf>,
     pub build_cache: PathBuf,
     /// Size cap of the build cache: after each new build the least recently used builds
     /// not in use are removed until the builds total at most this. `None` = no cap.
@@ -86,6 +89,7 @@ impl AgentConfig {
             work_dir: PathBuf::from(DEFAULT_WORK_DIR),
             data_root: None,
             wal_root: None,
+            dumps_dir: None,
             build_cache: PathBuf::from(DEFAULT_BUILD_CACHE),
             build_cache_max_bytes: None,
             pg_user: default_pg_user(),
@@ -111,6 +115,12 @@ impl AgentConfig {
         self.wal_root
             .clone()
             .unwrap_or_else(|| self.work_dir.join("wal"))
+    }
+
+    pub fn dumps_dir(&self) -> PathBuf {
+        self.dumps_dir
+            .clone()
+            .unwrap_or_else(|| self.work_dir.join("dumps"))
     }
 }
 

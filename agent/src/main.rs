@@ -35,6 +35,10 @@ struct Args {
     /// Where WAL goes for runs with separate_wal, e.g. another disk (default WORK_DIR/wal).
     #[arg(long, env = "BLOCKLAB_WAL_ROOT")]
     wal_root: Option<PathBuf>,
+    /// The only directory user dumps (`[workload.init] dump`) are restored from (default
+    /// WORK_DIR/dumps).
+    #[arg(long, env = "BLOCKLAB_DUMPS_DIR")]
+    dumps_dir: Option<PathBuf>,
     /// Size cap of the build cache in bytes; least recently used builds not in use are
     /// removed after a new build (default: no cap).
     #[arg(long, env = "BLOCKLAB_BUILD_CACHE_MAX_BYTES")]
@@ -148,6 +152,7 @@ async fn main() -> anyhow::Result<()> {
     config.work_dir = args.work_dir;
     config.data_root = args.data_root;
     config.wal_root = args.wal_root;
+    config.dumps_dir = args.dumps_dir;
     config.build_cache = args.build_cache;
     config.build_cache_max_bytes = args.build_cache_max_bytes;
     if args.pg_user.is_some() {

@@ -117,8 +117,8 @@ async fn settle_sessions(client: &tokio_postgres::Client) -> Result<(), AgentErr
     loop {
         let others: i64 = client
             .query_one(
-                "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE datname = current_database() \
-                 AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
+                "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE datname = pg_catalog.current_database() \
+                 AND backend_type = 'client backend' AND pid <> pg_catalog.pg_backend_pid()",
                 &[],
             )
             .await
@@ -159,7 +159,7 @@ async fn read(client: &tokio_postgres::Client) -> Result<(Map<String, Value>, St
         (
             "db",
             "pg_stat_database",
-            " WHERE datname = current_database()",
+            " WHERE datname = pg_catalog.current_database()",
         ),
         ("bgwriter", "pg_stat_bgwriter", ""),
         ("checkpointer", "pg_stat_checkpointer", ""),
@@ -168,7 +168,7 @@ async fn read(client: &tokio_postgres::Client) -> Result<(Map<String, Value>, St
     for (prefix, view, filter) in views {
         let exists: bool = client
             .query_one(
-                "SELECT to_regclass($1) IS NOT NULL",
+                "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
                 &[&format!("pg_catalog.{view}")],
             )
             .await
@@ -177,7 +177,8 @@ async fn read(client: &tokio_postgres::Client) -> Result<(Map<String, Value>, St
         if !exists {
             continue;
         }
-        let sql = format!("SELECT row_to_json(v)::text FROM pg_catalog.{view} v{filter}");
+        let sql =
+            format!("SELECT pg_catalog.row_to_json(v)::text FROM pg_catalog.{view} v{filter}");
         let row = client
             .query_opt(&sql, &[])
             .await
@@ -186,8 +187,9 @@ async fn read(client: &tokio_postgres::Client) -> Result<(Map<String, Value>, St
             flatten_into(&mut out, prefix, &json_of(&row)?);
         }
     }
-    let row = q("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint, \
-                 pg_database_size(current_database()), pg_postmaster_start_time()::text")
+    let row = q("SELECT (pg_catalog.pg_current_wal_lsn() OPERATOR(pg_catalog.-) '0/0'::pg_catalog.pg_lsn)::pg_catalog.int8, \
+                 pg_catalog.pg_database_size(pg_catalog.current_database()), \
+                 pg_catalog.pg_postmaster_start_time()::pg_catalog.text")
     .await?
     .ok_or_else(|| AgentError::Other("no row from the LSN query".into()))?;
     let lsn: i64 = row

@@ -114,6 +114,12 @@ async fn builds_starts_proves_block_size_and_stops() {
                 name: "application_name".into(),
                 value: "it's blocklab".into(),
             },
+            // Names resolve in the run's schema before pg_catalog, for every session whose
+            // startup does not say otherwise.
+            Setting {
+                name: "search_path".into(),
+                value: "public, pg_catalog".into(),
+            },
         ],
         allowed_client_addresses: vec!["127.0.0.1".into(), "10.99.0.2".into()],
         ..Default::default()
@@ -189,7 +195,8 @@ async fn builds_starts_proves_block_size_and_stops() {
         .unwrap()
         .get(0);
     assert_eq!(app, "it's blocklab");
-    // The workers' role owns its database and can do nothing a superuser could.
+    // The workers' role owns its schema (not its database) and can do nothing a superuser
+    // could.
     for sql in [
         "CREATE TABLE t (i int)",
         "INSERT INTO t VALUES (1)",
@@ -230,7 +237,60 @@ async fn builds_starts_proves_block_size_and_stops() {
         assert_eq!(msg, denied, "{sql}");
     }
     assert!(!Path::new("/tmp/blocklab-copy-to-test").exists());
+
+    // What the role defines cannot reach the agent's superuser sessions: the role cannot set
+    // its database's search_path, and functions that shadow the built-ins the agent calls
+    // (found first by the spec's search_path) are not called by the agent's statistics.
+    let marker = PathBuf::from(format!("/tmp/blocklab-hijack-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let e = client
+        .batch_execute("ALTER DATABASE bench SET search_path = public, pg_catalog")
+        .await
+        .expect_err("the role cannot set its database's settings");
+    assert_eq!(
+        e.as_db_error().map(|d| d.message().to_string()).as_deref(),
+        Some("must be owner of database bench")
+    );
+    for f in [
+        "current_database() RETURNS name",
+        "pg_backend_pid() RETURNS int",
+    ] {
+        client
+            .batch_execute(&format!(
+                "CREATE FUNCTION public.{f} LANGUAGE plpgsql AS $f$ BEGIN \
+                 EXECUTE 'COPY (SELECT 1) TO PROGRAM ''touch {}'''; RETURN NULL; END $f$",
+                marker.display()
+            ))
+            .await
+            .unwrap_or_else(|e| panic!("the role may create its functions: {e}"));
+    }
     drop(client);
+    let outcome = handler
+        .handle(
+            Task {
+                task_id: "t-snap".into(),
+                run_id: "run-1".into(),
+                attempt: 1,
+                kind: Some(task::Kind::SnapshotStats(
+                    blocklab_proto::SnapshotStatsTask {
+                        checkpoint_first: true,
+                        settle_sessions: true,
+                    },
+                )),
+            },
+            progress.clone(),
+        )
+        .await;
+    match outcome {
+        task_result::Outcome::SnapshotStats(r) => {
+            assert!(r.stats_json.contains("\"db.xact_commit\""), "{r:?}");
+        }
+        other => panic!("unexpected snapshot outcome {other:?}"),
+    }
+    assert!(
+        !marker.exists(),
+        "a function of the run's role ran as the agent's superuser"
+    );
     // The superuser cannot be reached with the workers' password.
     let mut as_superuser = ci.clone();
     as_superuser.user = "blocklab".into();

@@ -6,7 +6,7 @@ use blocklab_daemon::metrics::Exposition;
 use blocklab_spec::HostRole;
 
 use crate::catalog::{Catalog, CatalogError};
-use crate::fleet::{HEARTBEAT_LAG, HEARTBEATS_RECEIVED, Registry, TASK_ERRORS};
+use crate::fleet::{HEARTBEAT_LAG, HEARTBEATS_RECEIVED, PROGRESS_REFUSED, Registry, TASK_ERRORS};
 
 async fn by_state(catalog: &Catalog, table: &str) -> Result<Vec<(String, u64)>, CatalogError> {
     let sql = match table {
@@ -67,6 +67,11 @@ pub async fn render(catalog: &Catalog, registry: &Registry) -> Result<String, Ca
             "blocklab_task_errors_total",
             "Task results that reported an error.",
             TASK_ERRORS.get(),
+        )
+        .counter(
+            "blocklab_progress_refused_total",
+            "Progress reports for a task, run or attempt not pending on the sending session.",
+            PROGRESS_REFUSED.get(),
         )
         .finish())
 }

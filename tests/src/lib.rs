@@ -51,7 +51,7 @@ pub struct Lab {
 }
 
 /// What a lab runs besides the coordinator and the agent.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct LabOptions {
     /// Workers started in this process.
     pub workers_in_process: usize,
@@ -62,6 +62,8 @@ pub struct LabOptions {
     /// Keep the catalog in a fresh database on a throwaway PostgreSQL server instead of a
     /// SQLite file in the lab's directory.
     pub postgres_catalog: bool,
+    /// The agents' dump directory (`--dumps-dir`); default each agent's own.
+    pub dumps_dir: Option<PathBuf>,
 }
 
 impl Default for LabOptions {
@@ -71,6 +73,7 @@ impl Default for LabOptions {
             worker_processes: 0,
             agents: 1,
             postgres_catalog: false,
+            dumps_dir: None,
         }
     }
 }
@@ -173,6 +176,7 @@ impl Lab {
                 format!("agent-{i}")
             });
             agent.build_cache = cache.clone();
+            agent.dumps_dir = opts.dumps_dir.clone();
             agent.pg_user = Some(pg_user());
             if i > 0 {
                 // Agents on one address pick their servers' ports from ranges of their own.

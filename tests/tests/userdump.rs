@@ -3,7 +3,9 @@
 //! restores it with the build's own `pg_restore` and a script runs against the restored
 //! tables (it aborts its clients unless every row is there, so the run completes only then).
 //! A truncated archive fails the run at loading-data naming pg_restore's error, and the
-//! catalog holds nothing of that run but its failure.
+//! catalog holds nothing of that run but its failure. pg_restore logs in as the run's role: an
+//! archive entry that leaves its role and creates a superuser fails the run, and a dump outside
+//! the agent's dump directory is refused before pg_restore runs.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -19,7 +21,29 @@ const SCHEMA: &str = "CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL);
 INSERT INTO items SELECT g, 2 * g FROM generate_series(1, 1000) g;
 CREATE TABLE hits (id bigserial PRIMARY KEY, item int NOT NULL REFERENCES items, v int NOT NULL);
 CREATE INDEX hits_item ON hits (item);
+COMMENT ON TABLE items IS 'XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX';
 ";
+
+/// The comment of `items` in the archive; [`crafted`] rewrites it in place.
+const COMMENT: &str =
+    "'XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX'";
+
+/// The archive with its comment entry rewritten (same length, so the archive stays
+/// readable) into statements that leave the restoring role and create a superuser: they
+/// succeed only if pg_restore logged in as a superuser.
+fn crafted(bytes: &[u8]) -> Vec<u8> {
+    let mut sql = "'x'; RESET ROLE; CREATE ROLE blocklab_intruder SUPERUSER; SELECT 1".to_string();
+    while sql.len() < COMMENT.len() {
+        sql.push(' ');
+    }
+    let at = bytes
+        .windows(COMMENT.len())
+        .position(|w| w == COMMENT.as_bytes())
+        .expect("the comment in the archive");
+    let mut out = bytes.to_vec();
+    out[at..at + COMMENT.len()].copy_from_slice(sql.as_bytes());
+    out
+}
 
 /// Every row of `items` must be there (count and sum), else the client aborts on 1 / 0.
 const SCRIPT: &str = "\\set id random(1, 1000)
@@ -165,8 +189,15 @@ async fn a_users_dump_is_restored_and_a_corrupt_one_fails_the_run() {
     let corrupt = dir.path().join("corrupt.dump");
     std::fs::write(&corrupt, &bytes[..bytes.len() * 2 / 3]).expect("corrupt dump");
     std::os::unix::fs::chown(&corrupt, Some(uid), Some(gid)).expect("chown");
+    let hostile = dir.path().join("hostile.dump");
+    std::fs::write(&hostile, crafted(&bytes)).expect("crafted dump");
+    std::os::unix::fs::chown(&hostile, Some(uid), Some(gid)).expect("chown");
 
-    let lab = Lab::start_with(LabOptions::default()).await;
+    let lab = Lab::start_with(LabOptions {
+        dumps_dir: Some(dir.path().to_path_buf()),
+        ..LabOptions::default()
+    })
+    .await;
     let mut client = lab.client().await;
     let files = [("check.sql", SCRIPT)];
     let timeout = Duration::from_secs(20 * 60);
@@ -246,5 +277,46 @@ async fn a_users_dump_is_restored_and_a_corrupt_one_fails_the_run() {
     ] {
         assert_eq!(count(&db, table, &job2).await, 0, "{table} of job {job2}");
     }
+
+    // An archive whose entry leaves the restoring role: pg_restore logs in as the run's role,
+    // so there is no superuser to return to and the entry fails the run.
+    let (job3, state) = run_job_with_files(&mut client, &spec(&hostile), &files, timeout).await;
+    assert_eq!(state, "failed", "job {job3}");
+    let (stage, error): (String, String) =
+        sqlx::query_as("SELECT stage, error FROM runs WHERE job_id = ?")
+            .bind(&job3)
+            .fetch_one(&db)
+            .await
+            .expect("run");
+    assert_eq!(stage, "loading-data");
+    assert!(
+        error.contains("pg_restore: error: ") && error.contains("permission denied to create role"),
+        "{error}"
+    );
+
+    // A dump outside the agent's dump directory is refused before pg_restore runs.
+    let outside = tempfile::Builder::new()
+        .prefix("blocklab-outside-")
+        .tempdir_in("/tmp")
+        .expect("outside dir");
+    let elsewhere = outside.path().join("app.dump");
+    std::fs::copy(&dump, &elsewhere).expect("copy dump");
+    let (job4, state) = run_job_with_files(&mut client, &spec(&elsewhere), &files, timeout).await;
+    assert_eq!(state, "failed", "job {job4}");
+    let (stage, error): (String, String) =
+        sqlx::query_as("SELECT stage, error FROM runs WHERE job_id = ?")
+            .bind(&job4)
+            .fetch_one(&db)
+            .await
+            .expect("run");
+    assert_eq!(stage, "loading-data");
+    assert!(
+        error.contains(&format!(
+            "{} is outside the agent's dump directory {}",
+            elsewhere.display(),
+            dir.path().display()
+        )),
+        "{error}"
+    );
     lab.shutdown().await;
 }

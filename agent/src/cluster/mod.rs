@@ -232,6 +232,11 @@ pub(crate) async fn start(c: &Cluster) -> Result<(), AgentError> {
         .await
 }
 
+/// Startup options of every agent session: names resolve in `pg_catalog` only, whatever the
+/// run's settings, database or role say (the run's SQL can create functions that would
+/// otherwise shadow the built-ins the agent calls as superuser).
+pub const AGENT_SESSION_OPTIONS: &str = "-c search_path=pg_catalog";
+
 /// The agent's own connection settings for the cluster.
 pub fn agent_config(c: &Cluster, dbname: &str) -> tokio_postgres::Config {
     let mut cfg = tokio_postgres::Config::new();
@@ -241,6 +246,7 @@ pub fn agent_config(c: &Cluster, dbname: &str) -> tokio_postgres::Config {
         .password(c.password.as_str())
         .dbname(dbname)
         .application_name("blocklab-agent")
+        .options(AGENT_SESSION_OPTIONS)
         .connect_timeout(Duration::from_secs(5));
     cfg
 }
@@ -294,8 +300,10 @@ async fn prove(c: &Cluster) -> Result<Started, AgentError> {
             source: get(3)?,
         });
     }
-    // The workers' role: owns the benchmark database and nothing else (the password is
-    // alphanumeric, so it can stand in the statement).
+    // The workers' role: owns the benchmark database's public schema and may create schemas
+    // and temporary tables there, but does not own the database, so it cannot set the
+    // database's settings for the agent's sessions (the password is alphanumeric, so it can
+    // stand in the statement).
     client
         .batch_execute(&format!(
             "CREATE ROLE {RUN_ROLE} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION \
@@ -305,9 +313,18 @@ async fn prove(c: &Cluster) -> Result<Started, AgentError> {
         .await
         .map_err(|e| AgentError::postgres("create the run's role", &e))?;
     client
-        .batch_execute(&format!("CREATE DATABASE {BENCH_DB} OWNER {RUN_ROLE}"))
+        .batch_execute(&format!("CREATE DATABASE {BENCH_DB}"))
         .await
         .map_err(|e| AgentError::postgres("create database bench", &e))?;
+    let bench = connect_ready(&agent_config(c, BENCH_DB)).await?;
+    bench
+        .batch_execute(&format!(
+            "ALTER SCHEMA public OWNER TO {RUN_ROLE}; \
+             GRANT CREATE, TEMPORARY ON DATABASE {BENCH_DB} TO {RUN_ROLE}"
+        ))
+        .await
+        .map_err(|e| AgentError::postgres("give the run's role its schema", &e))?;
+    drop(bench);
     tracing::info!(run_id = %c.run_id, port = c.port, block_size, wal_block_size, "postgres ready");
     Ok(Started {
         conninfo: ConnParams {

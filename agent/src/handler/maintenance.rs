@@ -43,7 +43,17 @@ impl AgentHandler {
             .stage(Stage::LoadingData, &format!("pg_restore {}", task.path))
             .await;
         let path = std::path::Path::new(&task.path);
-        let r = crate::maintenance::restore_dump(&c, RESTORE_LIMIT, path).await?;
+        let forbidden = [
+            self.config.data_root(),
+            self.config.wal_root(),
+            self.config.build_cache.clone(),
+        ];
+        let dumps_dir = self.config.dumps_dir();
+        let roots = crate::maintenance::DumpRoots {
+            dumps_dir: &dumps_dir,
+            forbidden: &forbidden,
+        };
+        let r = crate::maintenance::restore_dump(&c, RESTORE_LIMIT, path, &roots).await?;
         tracing::info!(run_id, dump = %task.path, seconds = r.seconds, bytes = r.bytes, "dump restored");
         Ok(convert::restore_result(r))
     }

@@ -31,4 +31,4 @@ mod tools;
 
 pub use plan::{MAINT_DB, MAX_SCALE, MaintPlan, MaintReport, Metric, RESTORE_DB, Step, plan};
 pub use runner::{OnRestart, run};
-pub use tools::{Restored, restore_dump};
+pub use tools::{DumpRoots, Restored, confine_dump, restore_dump};

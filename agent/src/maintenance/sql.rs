@@ -19,7 +19,10 @@ const COPY_CHUNK_ROWS: u64 = 10_000;
 /// one; maintenance steps take as long as they take, under the task's own limit).
 pub async fn connect(c: &Cluster, db: &str) -> Result<Client, AgentError> {
     let mut cfg = cluster::agent_config(c, db);
-    cfg.options("-c statement_timeout=0");
+    cfg.options(format!(
+        "{} -c statement_timeout=0",
+        cluster::AGENT_SESSION_OPTIONS
+    ));
     cluster::connect_ready(&cfg).await.map_err(|e| match e {
         AgentError::Postgres {
             reason, log_tail, ..

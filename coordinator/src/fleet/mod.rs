@@ -187,6 +187,14 @@ impl HostSession {
         )
     }
 
+    /// Whether `task_id` is pending on this session for exactly this run and attempt: what a
+    /// host may report progress for.
+    fn expects(&self, task_id: &str, run_id: &str, attempt: u32) -> bool {
+        self.lock_pending()
+            .get(task_id)
+            .is_some_and(|(run, a, _)| run == run_id && *a == attempt)
+    }
+
     fn deliver(&self, result: TaskResult) {
         if matches!(result.outcome, Some(task_result::Outcome::Error(_))) {
             TASK_ERRORS.inc();
@@ -212,6 +220,8 @@ pub static HEARTBEATS_RECEIVED: Counter = Counter::new();
 /// How late each heartbeat was taken in: its receipt here minus the host's send time (on
 /// the hosts' clocks, so meaningful as far as those agree with the coordinator's).
 pub static HEARTBEAT_LAG: Histogram = Histogram::new();
+/// Progress reports refused: for a task, run or attempt not pending on the sending session.
+pub static PROGRESS_REFUSED: Counter = Counter::new();
 /// Task results that carried an error outcome.
 pub static TASK_ERRORS: Counter = Counter::new();
 
@@ -531,6 +541,13 @@ impl Fleet for FleetService {
                         }
                     }
                     Some(host_message::Kind::Progress(p)) => {
+                        // Only for a task this session was given: nobody else's run, and no
+                        // invented ids for the live map.
+                        if !session.expects(&p.task_id, &p.run_id, p.attempt) {
+                            PROGRESS_REFUSED.inc();
+                            tracing::debug!(host_id = %session.host_id, task_id = %p.task_id, run_id = %p.run_id, attempt = p.attempt, "progress for a task not pending on this session ignored");
+                            continue;
+                        }
                         if let Some(event) = ProgressEvent::from_wire(&session.host_id, p) {
                             // No subscriber only means nobody is following progress now.
                             let _ = registry.progress.send(event);

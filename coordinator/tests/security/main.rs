@@ -297,3 +297,63 @@ async fn a_second_hello_ends_the_session() {
     assert!(end.message().starts_with("hello: "), "{end:?}");
     drop(tx);
 }
+
+/// Progress for a task the session was not given (another host's run, an invented id) is
+/// dropped before it reaches the live map or the catalog, and the session stays up.
+#[tokio::test]
+async fn progress_only_for_tasks_given_to_the_session() {
+    let lab = Lab::start().await;
+    let channel = connect_channel(&lab.target(), Some(&lab.ca))
+        .await
+        .expect("channel");
+    let token = secret(FLEET_TOKEN);
+    let mut client = FleetClient::with_interceptor(channel, Bearer::new(Some(&token)));
+    let (tx, rx) = tokio::sync::mpsc::channel(8);
+    tx.send(hello("w-progress")).await.expect("queue hello");
+    let mut inbound = client
+        .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await
+        .expect("attached")
+        .into_inner();
+    tokio::time::timeout(Duration::from_secs(10), inbound.next())
+        .await
+        .expect("welcome in time")
+        .expect("a welcome")
+        .expect("welcomed");
+    let refused = blocklab_coordinator::fleet::PROGRESS_REFUSED.get();
+    for (stage, live_tps) in [("measuring", None), ("", Some(1e9))] {
+        tx.send(HostMessage {
+            kind: Some(host_message::Kind::Progress(TaskProgress {
+                task_id: "t-invented".into(),
+                run_id: format!("run-invented-{stage}"),
+                attempt: 1,
+                stage: stage.into(),
+                message: "not given".into(),
+                live_tps,
+                build: None,
+            })),
+        })
+        .await
+        .expect("queue progress");
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while blocklab_coordinator::fleet::PROGRESS_REFUSED.get() < refused + 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the reports were not refused"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut c = lab.client(Some(API_TOKEN)).await.expect("connect");
+    let hosts = c
+        .list_hosts(ListHostsRequest {})
+        .await
+        .expect("hosts")
+        .into_inner()
+        .hosts;
+    assert!(
+        hosts.iter().any(|h| h.host_id == "w-progress" && h.up),
+        "{hosts:?}"
+    );
+    drop(tx);
+}

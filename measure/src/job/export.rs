@@ -28,7 +28,7 @@ pub struct JobExport {
 }
 
 /// How a job's statistics are computed.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct AnalysisOptions {
     /// The equivalence band of the TOST check, in percent of the baseline mean.
     pub equivalence_pct: f64,

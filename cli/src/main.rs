@@ -342,7 +342,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     metric: opts.metric,
                 })
                 .await?
-                .into_inner();
+                .into_inner()
+                .into();
             print!("{}", cli::render_results(&r, format));
         }
         Command::Compare { job_a, job_b, opts } => {
@@ -355,7 +356,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     metric: opts.metric,
                 })
                 .await?
-                .into_inner();
+                .into_inner()
+                .into();
             print!("{}", cli::render_compare(&r, format));
         }
         Command::Plot {
@@ -367,7 +369,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             std::fs::create_dir_all(&out)
                 .with_context(|| format!("--out: cannot create {}", out.display()))?;
             let charts = match cli::probe_job(&mut client, &job_id).await? {
-                Some(probe) => report::plot::probe_charts(&probe),
+                Some(probe) => report::plot::probe_charts(&probe.into()),
                 None => report::plot::charts(&export(&mut client, job_id, metric).await?),
             };
             for chart in charts {
@@ -417,7 +419,8 @@ async fn finish_watch(client: &mut ControlClient, job_id: &str) -> anyhow::Resul
             ..Default::default()
         })
         .await?
-        .into_inner();
+        .into_inner()
+        .into();
     print!("{}", cli::render_results(&r, cli::Format::Table));
     Ok(if done {
         ExitCode::SUCCESS
@@ -430,7 +433,8 @@ async fn export(
     client: &mut ControlClient,
     job_id: String,
     metric: String,
-) -> anyhow::Result<JobExport> {
+) -> anyhow::Result<blocklab_measure::job::JobExport> {
+    // The wire export becomes the report's domain value here, once.
     Ok(client
         .export_job(ExportJobRequest {
             job_id,
@@ -438,7 +442,8 @@ async fn export(
             include_samples: true,
         })
         .await?
-        .into_inner())
+        .into_inner()
+        .into())
 }
 
 type ControlClient = cli::Client;

@@ -37,7 +37,7 @@ pub struct ControlService {
 }
 
 fn summary(j: &JobRecord) -> JobSummary {
-    JobSummary::from(j)
+    blocklab_measure::job::JobSummary::from(j).into()
 }
 
 fn run_choices(c: crate::catalog::StoredChoices) -> RunChoices {
@@ -459,7 +459,7 @@ impl Control for ControlService {
             &req.metric,
         )
         .await?;
-        Ok(Response::new(r))
+        Ok(Response::new(r.into()))
     }
 
     async fn export_job(
@@ -476,7 +476,7 @@ impl Control for ControlService {
             req.include_samples,
         )
         .await?;
-        Ok(Response::new(r))
+        Ok(Response::new(r.into()))
     }
 
     async fn compare_jobs(
@@ -498,7 +498,7 @@ impl Control for ControlService {
         })?;
         let r = results::compare_jobs(&self.scheduler.catalog, &req.job_a, &req.job_b, &req.metric)
             .await?;
-        Ok(Response::new(r))
+        Ok(Response::new(r.into()))
     }
 }
 

@@ -2,7 +2,7 @@
 //! statistics of [`blocklab_report`] computed on it. The Control service and the dashboard
 //! both call these functions with plain arguments.
 
-use blocklab_proto::v1::*;
+use blocklab_measure::job::*;
 use blocklab_report::{ReportError, resolve};
 
 use crate::catalog::{Catalog, CatalogError, export};
@@ -22,12 +22,12 @@ pub async fn query_results(
     catalog_path: &str,
     job_id: &str,
     metric: &str,
-) -> Result<QueryResultsResponse, ResultsError> {
+) -> Result<QueryResults, ResultsError> {
     let export = export::export_job(catalog, job_id, false).await?;
     let metric = resolve(metric, &export)?;
     let r = blocklab_report::results(&export, &metric);
     let (warnings, runs_done) = catalog.run_host_warnings(job_id).await?;
-    Ok(QueryResultsResponse {
+    Ok(QueryResults {
         job_id: job_id.to_string(),
         cells: r.cells,
         catalog_path: catalog_path.to_string(),
@@ -35,7 +35,7 @@ pub async fn query_results(
         own_workload: blocklab_report::own_workload(&export),
         host_warnings: warnings
             .into_iter()
-            .map(|(warning, runs)| blocklab_proto::v1::HostWarning { warning, runs })
+            .map(|(warning, runs)| HostWarning { warning, runs })
             .collect(),
         runs_done,
     })
@@ -63,12 +63,12 @@ pub async fn compare_jobs(
     job_a: &str,
     job_b: &str,
     metric: &str,
-) -> Result<CompareJobsResponse, ResultsError> {
+) -> Result<Comparison, ResultsError> {
     let a = export::export_job(catalog, job_a, false).await?;
     let b = export::export_job(catalog, job_b, false).await?;
     let metric = resolve(metric, &b)?;
     let r = blocklab_report::compare_results(&a, &b, &metric);
-    Ok(CompareJobsResponse {
+    Ok(Comparison {
         by_metric: r.by_metric,
         cells: r.cells,
         job_a: a.job,

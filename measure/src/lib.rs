@@ -1,9 +1,11 @@
 //! What a load run measured, in plain domain terms: one worker's share of a measured window
 //! or the merge of all of them, its per-second samples, its transaction types (or query
 //! classes), its statements and the workload metrics a kind computes. The worker fills it,
-//! the wire contract (blocklab-proto) converts it, the coordinator merges and stores it.
+//! the wire contract (blocklab-proto) converts it, the coordinator merges and stores it. [`job`] holds a job's results: its export and statistics.
 
 use serde::Serialize;
+
+pub mod job;
 
 /// A load's result over its measured window: one worker's share, or all of them merged.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

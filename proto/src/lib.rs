@@ -1,7 +1,32 @@
 //! The blocklab wire contract (`blocklab.v1`): the code generated from `proto/blocklab/v1/`
 //! (`common`, `control`, `fleet`) and the conversions of its types (the measurements of a
-//! run in `measure.rs`).
+//! run in `measure.rs`, a job's export and results in `job.rs`).
 
+fn all<A, B: From<A>>(v: Vec<A>) -> Vec<B> {
+    v.into_iter().map(B::from).collect()
+}
+
+/// Spells the field-for-field conversion of a struct pair once for both directions: plain
+/// fields, lists of convertible items, and optional convertible messages.
+macro_rules! both_ways {
+    ($a:ty, $b:ty, [$($f:ident),*], [$($v:ident),*]) => {
+        both_ways!($a, $b, [$($f),*], [$($v),*], []);
+    };
+    ($a:ty, $b:ty, [$($f:ident),*], [$($v:ident),*], [$($o:ident),*]) => {
+        impl From<$a> for $b {
+            fn from(x: $a) -> Self {
+                Self { $($f: x.$f,)* $($v: all(x.$v),)* $($o: x.$o.map(Into::into),)* }
+            }
+        }
+        impl From<$b> for $a {
+            fn from(x: $b) -> Self {
+                Self { $($f: x.$f,)* $($v: all(x.$v),)* $($o: x.$o.map(Into::into),)* }
+            }
+        }
+    };
+}
+
+mod job;
 mod measure;
 
 pub mod v1 {

@@ -3,27 +3,8 @@
 
 use blocklab_measure::{LoadResult, Metric, Sample, Statement, TxnType};
 
+use crate::all;
 use crate::v1::{PerSecondSample, RunLoadResult, StatementStats, TxnTypeStats, WorkloadMetric};
-
-fn all<A, B: From<A>>(v: Vec<A>) -> Vec<B> {
-    v.into_iter().map(B::from).collect()
-}
-
-/// Spells the field-for-field conversion of a struct pair once for both directions.
-macro_rules! both_ways {
-    ($a:ty, $b:ty, [$($f:ident),*], [$($v:ident),*]) => {
-        impl From<$a> for $b {
-            fn from(x: $a) -> Self {
-                Self { $($f: x.$f,)* $($v: all(x.$v),)* }
-            }
-        }
-        impl From<$b> for $a {
-            fn from(x: $b) -> Self {
-                Self { $($f: x.$f,)* $($v: all(x.$v),)* }
-            }
-        }
-    };
-}
 
 both_ways!(
     Sample,

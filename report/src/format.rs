@@ -1,6 +1,6 @@
 //! How numbers and metrics read: shared by the text renderings, the charts and the report.
 
-use blocklab_proto::v1::CellResult;
+use blocklab_measure::job::CellResult;
 
 use crate::stats::Metric;
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use blocklab_proto::v1::{ExportRun, JobExport};
+use blocklab_measure::job::{ExportRun, JobExport};
 use blocklab_spec::{RunState, setting_bytes};
 
 /// A cell's memory settings in bytes, from its first completed run that reported settings
@@ -80,7 +80,7 @@ pub fn line(export: &JobExport, cell: u32, baseline: Option<u32>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blocklab_proto::v1::EffectiveSetting;
+    use blocklab_measure::job::EffectiveSetting;
 
     fn run(cell: u32, settings: &[(&str, &str, &str)]) -> ExportRun {
         ExportRun {

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use blocklab_proto::v1::*;
+use blocklab_measure::job::*;
 
 use crate::plot::{self, esc};
 use crate::render::{self, table_rows};

@@ -6,7 +6,7 @@
 //! the dashboard only render what it returns ([`render`], [`plot`], [`html`]), so a table, a
 //! chart and a report always agree. Nothing here reads a catalog or talks to the network.
 
-use blocklab_proto::v1::*;
+use blocklab_measure::job::*;
 
 use crate::stats::{Metric, StatsError};
 

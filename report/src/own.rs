@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use blocklab_proto::v1::*;
+use blocklab_measure::job::*;
 
 fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {

@@ -102,7 +102,8 @@ async fn results_table(lab: &Lab, job: &str, metric: &str) -> String {
         })
         .await
         .expect("results")
-        .into_inner();
+        .into_inner()
+        .into();
     render_results(&r, Format::Table)
 }
 
@@ -176,7 +177,7 @@ async fn tpcc_like_job_reports_notpm_and_passes_its_consistency_checks() {
     assert_eq!(runs.matches(" NOTPM").count(), 2, "{runs}");
 
     // Plots: NOTPM against page size, the change by metric, the per-second traces.
-    let export = lab
+    let export: blocklab_measure::job::JobExport = lab
         .client()
         .await
         .export_job(blocklab_proto::v1::ExportJobRequest {
@@ -186,7 +187,8 @@ async fn tpcc_like_job_reports_notpm_and_passes_its_consistency_checks() {
         })
         .await
         .expect("export")
-        .into_inner();
+        .into_inner()
+        .into();
     let charts = blocklab_report::plot::charts(&export);
     let names: Vec<&str> = charts.iter().map(|c| c.file_name.as_str()).collect();
     assert!(names.contains(&"notpm-vs-page-size.svg"), "{names:?}");
@@ -291,7 +293,7 @@ async fn maintenance_job_times_every_step() {
     assert!(table.contains("maint.total_s mean"), "{table}");
     assert!(table.contains("maint.restore"), "{table}");
     // Compared with itself, job by job and metric by metric.
-    let cmp = lab
+    let cmp: blocklab_measure::job::Comparison = lab
         .client()
         .await
         .compare_jobs(blocklab_proto::v1::CompareJobsRequest {
@@ -301,7 +303,8 @@ async fn maintenance_job_times_every_step() {
         })
         .await
         .expect("compare")
-        .into_inner();
+        .into_inner()
+        .into();
     assert_eq!(cmp.metric, "maint.total_s");
     let text = blocklab_cli::render_compare(&cmp, Format::Table);
     assert!(

@@ -2,7 +2,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use blocklab_proto::v1::*;
+use blocklab_measure::job::*;
+use blocklab_measure::{Metric, Sample};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
@@ -197,7 +198,7 @@ pub async fn export_job(
         if let Some(&i) = index.get(&row.try_get::<String, _>("run_id")?)
             && let Some(result) = runs[i].result.as_mut()
         {
-            result.extra.push(WorkloadMetric {
+            result.extra.push(Metric {
                 name: row.try_get("name")?,
                 value: row.try_get("value")?,
                 unit: row.try_get("unit")?,
@@ -246,7 +247,7 @@ pub async fn export_job(
             .await?
         {
             if let Some(&i) = index.get(&row.try_get::<String, _>("run_id")?) {
-                runs[i].samples.push(PerSecondSample {
+                runs[i].samples.push(Sample {
                     second: u32c(&row, "second")?,
                     transactions: u64c(&row, "transactions")?,
                     latency_avg_ms: row.try_get("latency_avg_ms")?,
@@ -397,15 +398,15 @@ impl From<&JobRecord> for JobSummary {
             workload: j.workload.clone(),
             headline_metric: j.headline_metric.clone(),
             waiting: j.waiting.clone().unwrap_or_default(),
-            build: j.build_progress.as_ref().map(build_progress_wire),
+            build: j.build_progress.as_ref().map(build_progress),
             rerun_of: j.rerun_of.clone().unwrap_or_default(),
         }
     }
 }
 
-/// The wire form of a build's progress.
-fn build_progress_wire(b: &blocklab_spec::BuildProgress) -> blocklab_proto::v1::BuildProgress {
-    blocklab_proto::v1::BuildProgress {
+/// A build's progress as a job summary shows it.
+fn build_progress(b: &blocklab_spec::BuildProgress) -> BuildProgress {
+    BuildProgress {
         block_size_kb: b.block_size_kb,
         wal_block_size_kb: b.wal_block_size_kb,
         step: b.step.as_str().to_string(),

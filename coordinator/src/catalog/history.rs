@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use blocklab_proto::v1::PerSecondSample;
+use blocklab_measure::Sample;
 use sqlx::Row;
 
 use super::rows::small;
@@ -65,8 +65,8 @@ impl Catalog {
         &self,
         job_id: &str,
         points: u32,
-    ) -> Result<HashMap<String, Vec<PerSecondSample>>, CatalogError> {
-        let mut out: HashMap<String, Vec<PerSecondSample>> = HashMap::new();
+    ) -> Result<HashMap<String, Vec<Sample>>, CatalogError> {
+        let mut out: HashMap<String, Vec<Sample>> = HashMap::new();
         let last: Option<i64> = sqlx::query_scalar(LAST_SECOND)
             .bind(job_id)
             .fetch_one(self.reader())
@@ -84,14 +84,12 @@ impl Catalog {
             let transactions: i64 = row.try_get("transactions")?;
             let latency: f64 = row.try_get("latency_sum")?;
             let failures: i64 = row.try_get("failures")?;
-            out.entry(row.try_get("run_id")?)
-                .or_default()
-                .push(PerSecondSample {
-                    second: small(row.try_get::<Option<i64>, _>("second")?),
-                    transactions: u64::try_from(transactions / seconds).unwrap_or(0),
-                    latency_avg_ms: latency / seconds as f64,
-                    failures: u64::try_from(failures).unwrap_or(0),
-                });
+            out.entry(row.try_get("run_id")?).or_default().push(Sample {
+                second: small(row.try_get::<Option<i64>, _>("second")?),
+                transactions: u64::try_from(transactions / seconds).unwrap_or(0),
+                latency_avg_ms: latency / seconds as f64,
+                failures: u64::try_from(failures).unwrap_or(0),
+            });
         }
         Ok(out)
     }

@@ -7,7 +7,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 
-use blocklab_proto::v1::CellResult;
+use blocklab_measure::job::CellResult;
 use blocklab_report::ReportError;
 use blocklab_report::format::pct;
 use blocklab_report::plot::{ForestRow, esc, forest_chart};

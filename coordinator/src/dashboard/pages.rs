@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use axum::http::StatusCode;
-use blocklab_proto::v1::{CompareJobsResponse, JobExport, JobSummary};
+use blocklab_measure::job::{Comparison, JobExport, JobSummary};
 
 use crate::catalog::{HostRecord, JobRecord};
 use blocklab_report::html::{STYLE, fact_rows, strings, table};
@@ -190,7 +190,7 @@ fn results_first(body: &str) -> String {
 }
 
 /// `/compare/{a}/{b}`: each cell of job B against A's like cell, as `blocklab compare` gives it.
-pub fn compare(r: &CompareJobsResponse) -> String {
+pub fn compare(r: &Comparison) -> String {
     let name = |j: &Option<JobSummary>| j.as_ref().map(|j| (j.job_id.clone(), j.name.clone()));
     let (a, b) = (
         name(&r.job_a).unwrap_or_default(),
@@ -231,7 +231,7 @@ pub fn error(status: StatusCode, message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blocklab_proto::v1::CellResult;
+    use blocklab_measure::job::CellResult;
 
     #[test]
     fn the_job_page_counts_the_verdicts_and_names_the_band() {

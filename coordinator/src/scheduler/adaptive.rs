@@ -57,7 +57,7 @@ impl Scheduler {
 /// The widest 95% CI half-width of the headline metric over the job's cells, in percent of
 /// the cell's mean; infinite when a cell has a single measured run or a zero mean (cells
 /// without any are left out).
-fn widest_ci_pct(export: &blocklab_proto::v1::JobExport) -> f64 {
+fn widest_ci_pct(export: &blocklab_measure::job::JobExport) -> f64 {
     let Ok(metric) = blocklab_report::resolve("", export) else {
         return f64::INFINITY;
     };

@@ -1,6 +1,7 @@
 //! The same results through the coordinator's gRPC service, as the CLI gets them.
 
 use blocklab_coordinator::CoordinatorConfig;
+use blocklab_measure::job;
 use blocklab_proto::v1::control_client::ControlClient;
 use blocklab_proto::v1::*;
 use blocklab_report as report;
@@ -29,14 +30,15 @@ async fn control_rpcs_return_the_statistics() {
             }
         };
 
-        let r = client
+        let r: job::QueryResults = client
             .query_results(QueryResultsRequest {
                 job_id: f.job_a.clone(),
                 metric: "tps".into(),
             })
             .await
             .expect("QueryResults")
-            .into_inner();
+            .into_inner()
+            .into();
         crate::check_job_a(&r);
         assert_eq!(
             r.cells,
@@ -44,7 +46,7 @@ async fn control_rpcs_return_the_statistics() {
             "gRPC and library agree"
         );
 
-        let e = client
+        let e: job::JobExport = client
             .export_job(ExportJobRequest {
                 job_id: f.job_a.clone(),
                 metric: String::new(),
@@ -52,7 +54,8 @@ async fn control_rpcs_return_the_statistics() {
             })
             .await
             .expect("ExportJob")
-            .into_inner();
+            .into_inner()
+            .into();
         assert_eq!(e.metric, "tps");
         assert_eq!(e.results, r.cells);
         assert_eq!(e.runs.len(), 9);

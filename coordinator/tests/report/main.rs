@@ -9,11 +9,12 @@ mod ladder;
 mod views;
 
 use blocklab_coordinator::results;
-use blocklab_proto::v1::*;
+use blocklab_measure::Sample;
+use blocklab_measure::job::*;
 use blocklab_report::{self as report, render::Format, stats};
 use fixture::*;
 
-pub async fn results(f: &Fixture, metric: &str) -> QueryResultsResponse {
+pub async fn results(f: &Fixture, metric: &str) -> QueryResults {
     results::query_results(&f.catalog, "catalog.db", &f.job_a, metric)
         .await
         .expect("query_results")
@@ -42,7 +43,7 @@ fn close(got: f64, want: f64) {
 }
 
 /// The per-cell statistics the coordinator returns for job A.
-pub fn check_job_a(r: &QueryResultsResponse) {
+pub fn check_job_a(r: &QueryResults) {
     let c = &r.cells;
     assert_eq!(c.len(), 3);
     assert_eq!(
@@ -427,9 +428,7 @@ async fn sample_series_are_downsampled_in_the_catalog() {
         let got = &series[&run.run_id];
         let all = &run.samples;
         assert_eq!(all.len(), 5);
-        let mean = |xs: &[PerSecondSample]| {
-            xs.iter().map(|s| s.transactions).sum::<u64>() / xs.len() as u64
-        };
+        let mean = |xs: &[Sample]| xs.iter().map(|s| s.transactions).sum::<u64>() / xs.len() as u64;
         let seconds: Vec<u32> = got.iter().map(|s| s.second).collect();
         assert_eq!(seconds, [1, 3]);
         assert_eq!(got[0].transactions, mean(&all[..2]));

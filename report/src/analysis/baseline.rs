@@ -1,7 +1,7 @@
 //! Which cell each cell is compared with: the plan's baseline of each cell, the old group rule
 //! for catalogs whose cells do not name one, or the like cell of another job.
 
-use blocklab_proto::v1::*;
+use blocklab_measure::job::*;
 use serde_json::{Map, Value};
 
 /// Verdict of a cell of job B that has no like cell in job A.

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use blocklab_proto::v1::*;
+use blocklab_measure::job::*;
 use blocklab_spec::RunState;
 
 use crate::stats::{self, Metric, Summary};

@@ -8,7 +8,7 @@
 //! variance (no test). Welch's p-values get Benjamini–Hochberg q-values across it, and so,
 //! separately, do the TOST p-values of the same comparisons.
 
-use blocklab_proto::v1::CellStats;
+use blocklab_measure::job::CellStats;
 
 use super::baseline::{NO_LIKE_CELL, Pair};
 use super::cell::{Runs, by_host, host_results, own, summary};
@@ -17,7 +17,7 @@ use crate::stats::{self, Change, Evidence, Metric, Summary, Tost, Verdict, fdr};
 /// A cell's statistics of one metric, and the cell on each of its hosts.
 pub(super) struct Judged {
     pub stats: CellStats,
-    pub hosts: Vec<blocklab_proto::v1::HostResult>,
+    pub hosts: Vec<blocklab_measure::job::HostResult>,
 }
 
 /// One comparison's tests, kept until the family's q-values are known.

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use blocklab_proto::v1::*;
+use blocklab_measure::job::*;
 
 use crate::stats::{DEFAULT_EQUIVALENCE_PCT, Metric};
 

@@ -11,7 +11,8 @@
 //! exp(N(0, drift))`) and hits every cell of a round alike, since runs are interleaved. The
 //! PRNG is seeded, so every figure is reproducible.
 
-use blocklab_proto::v1::*;
+use blocklab_measure::Metric as WorkloadMetric;
+use blocklab_measure::job::*;
 
 use crate::analysis;
 use crate::stats::Metric;

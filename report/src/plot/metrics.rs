@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use blocklab_proto::v1::*;
+use blocklab_measure::job::*;
 
 use super::svg::{COLORS, Chart, esc};
 use crate::format::pct;

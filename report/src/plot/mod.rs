@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use blocklab_proto::v1::*;
+use blocklab_measure::job::*;
 
 use crate::format::{cell_metric, num, pct};
 use crate::stats::Metric;

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use blocklab_proto::v1::{ProbeResultsResponse, ProbeSummary};
+use blocklab_measure::job::{ProbeResults, ProbeSummary};
 
 use super::svg::{COLORS, Chart, Frame, esc, legend, open};
 
@@ -17,7 +17,7 @@ fn chunk_label(bytes: u32) -> String {
 }
 
 /// One chart per measured quantity: MB/s of the read modes, latency of the fsync test.
-pub fn probe_charts(r: &ProbeResultsResponse) -> Vec<Chart> {
+pub fn probe_charts(r: &ProbeResults) -> Vec<Chart> {
     let reads: Vec<&ProbeSummary> = r
         .rows
         .iter()
@@ -139,7 +139,7 @@ mod tests {
 
     #[test]
     fn probe_charts_have_a_series_per_target_and_mode() {
-        let r = ProbeResultsResponse {
+        let r = ProbeResults {
             rows: vec![
                 row("data", "read-buffered", 4096, 900.0, 0.0),
                 row("data", "read-buffered", 1 << 20, 2500.0, 0.0),
@@ -166,6 +166,6 @@ mod tests {
         );
         assert!(read.contains("1M") && read.contains("4K"));
         assert!(charts[1].svg.contains("fdatasync"));
-        assert!(probe_charts(&ProbeResultsResponse::default()).is_empty());
+        assert!(probe_charts(&ProbeResults::default()).is_empty());
     }
 }

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use blocklab_proto::v1::CellResult;
+use blocklab_measure::job::CellResult;
 
 use super::svg::{COLORS, Chart, Frame, esc, legend, open};
 use crate::scaling::{Ladder, ladders};

@@ -1,6 +1,6 @@
 //! The renderings for programs: each cell as a JSON object, and CSV with the same fields.
 
-use blocklab_proto::v1::*;
+use blocklab_measure::job::*;
 use serde_json::{Value, json};
 
 fn opt(v: Option<f64>) -> Value {

@@ -3,7 +3,7 @@
 //! second, seconds per maintenance step): one row per metric, one column per cell, each cell
 //! with its mean and its change against its baseline, so cells compare query by query.
 
-use blocklab_proto::v1::*;
+use blocklab_measure::job::*;
 
 use crate::format::{cell_metric, num, p_value, pct};
 use crate::stats::DESCRIPTIVE_UNITS;

@@ -1,6 +1,6 @@
 //! Text renderings of results and comparisons: table, csv, json, markdown.
 
-use blocklab_proto::v1::*;
+use blocklab_measure::job::*;
 use serde_json::json;
 
 use crate::ReportError;
@@ -177,7 +177,7 @@ fn by_metric_json(by_metric: &[MetricResults]) -> serde_json::Value {
 /// `blocklab results`: one row per cell with its statistics and the change vs its baseline.
 /// The lines naming what made the database host noisy during the runs (empty when nothing
 /// did), each item after `bullet`.
-pub fn host_warnings(r: &QueryResultsResponse, bullet: &str) -> String {
+pub fn host_warnings(r: &QueryResults, bullet: &str) -> String {
     if r.host_warnings.is_empty() {
         return String::new();
     }
@@ -193,7 +193,7 @@ pub fn host_warnings(r: &QueryResultsResponse, bullet: &str) -> String {
     out
 }
 
-pub fn render_results(r: &QueryResultsResponse, format: Format) -> String {
+pub fn render_results(r: &QueryResults, format: Format) -> String {
     let footer = if r.catalog_path.is_empty() {
         String::new()
     } else {
@@ -270,7 +270,7 @@ const OWN_NOTE: &str = "schedule lag: the median over the cell's runs of each ru
 
 /// The own-workload table of the CSV: after a blank line, its own header and one line per
 /// cell and statement.
-fn own_csv(r: &QueryResultsResponse) -> String {
+fn own_csv(r: &QueryResults) -> String {
     if r.own_workload.is_empty() {
         return String::new();
     }
@@ -307,7 +307,7 @@ fn own_text(own: &[OwnWorkloadCell]) -> String {
 }
 
 /// `blocklab compare`: each cell of job B against the like cell of job A.
-pub fn render_compare(r: &CompareJobsResponse, format: Format) -> String {
+pub fn render_compare(r: &Comparison, format: Format) -> String {
     let id = |j: &Option<JobSummary>| j.as_ref().map(|j| j.job_id.clone()).unwrap_or_default();
     let name = |j: &Option<JobSummary>| j.as_ref().map(|j| j.name.clone()).unwrap_or_default();
     let (a, b) = (id(&r.job_a), id(&r.job_b));

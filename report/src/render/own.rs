@@ -1,6 +1,6 @@
 //! The own-workload figures of a job's cells ([`crate::own`]) as JSON, CSV rows and tables.
 
-use blocklab_proto::v1::*;
+use blocklab_measure::job::*;
 use serde_json::{Value, json};
 
 fn ms(v: f64) -> String {
@@ -147,10 +147,10 @@ pub fn own_tables(own: &[OwnWorkloadCell]) -> [(Vec<String>, Vec<Vec<String>>); 
 #[cfg(test)]
 mod tests {
     use super::super::{Format, render_results};
-    use blocklab_proto::v1::*;
+    use blocklab_measure::job::*;
 
-    fn response() -> QueryResultsResponse {
-        QueryResultsResponse {
+    fn response() -> QueryResults {
+        QueryResults {
             job_id: "j1".into(),
             own_workload: crate::own_workload(&crate::own::tests::export()),
             ..Default::default()
@@ -197,7 +197,7 @@ mod tests {
         assert_eq!(lines[3], "j1,8K,0,3,1,12,4,8,aaa.sql,0,SELECT 1,30,0,0.5");
         assert_eq!(lines[6], "j1,16K,1,2,3,6,0,0,aaa.sql,0,SELECT 1,20,0,1.5");
         // Without figures there is no second table.
-        let plain = QueryResultsResponse {
+        let plain = QueryResults {
             job_id: "j1".into(),
             ..Default::default()
         };

@@ -1,6 +1,6 @@
 //! The client ladders of a job's results in text and JSON: each ladder's knee and its steps.
 
-use blocklab_proto::v1::CellResult;
+use blocklab_measure::job::CellResult;
 use serde_json::{Value, json};
 
 use crate::scaling::{Ladder, ladders, step_change};

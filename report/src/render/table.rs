@@ -1,6 +1,6 @@
 //! The human table of `results` and `compare` (also the HTML report's): one row per cell.
 
-use blocklab_proto::v1::*;
+use blocklab_measure::job::*;
 
 use crate::format::{cell_metric, num, p_value, pct, size};
 use crate::stats::Metric;

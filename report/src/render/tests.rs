@@ -29,7 +29,7 @@ fn numbers_for_people() {
 
 #[test]
 fn single_run_cells_show_no_spread() {
-    let r = QueryResultsResponse {
+    let r = QueryResults {
         job_id: "j".into(),
         cells: vec![cell("a", 1)],
         catalog_path: String::new(),
@@ -49,7 +49,7 @@ fn single_run_cells_show_no_spread() {
 
 #[test]
 fn csv_and_markdown_escape_their_separators() {
-    let r = QueryResultsResponse {
+    let r = QueryResults {
         job_id: "j".into(),
         cells: vec![cell("a,b \"x\"", 2), cell("c|d", 2)],
         catalog_path: String::new(),
@@ -83,7 +83,7 @@ fn suspect_cells_are_marked() {
     c.runs_suspect = 2;
     c.suspect_included = true;
     c.suspect_reasons = vec!["server restarted x2".into()];
-    let r = QueryResultsResponse {
+    let r = QueryResults {
         cells: vec![c],
         ..Default::default()
     };
@@ -107,7 +107,7 @@ fn workload_metrics_travel_in_every_format() {
         mean,
         ..Default::default()
     };
-    let r = QueryResultsResponse {
+    let r = QueryResults {
         job_id: "j".into(),
         cells: vec![metric_cell("notpm", "NOTPM", 900.0)],
         catalog_path: String::new(),
@@ -213,7 +213,7 @@ fn judged_cells() -> Vec<CellResult> {
 
 #[test]
 fn q_values_band_verdicts_and_the_all_runs_statistics_are_shown() {
-    let r = QueryResultsResponse {
+    let r = QueryResults {
         job_id: "j".into(),
         cells: judged_cells(),
         ..Default::default()
@@ -301,7 +301,7 @@ fn without_exclusion_or_target_the_extra_columns_stay_away() {
     // The default: suspect runs are in the statistics, counted.
     assert_eq!(rows[1][head.len() - 1], "1");
     let text = render_results(
-        &QueryResultsResponse {
+        &QueryResults {
             cells,
             ..Default::default()
         },
@@ -318,16 +318,16 @@ fn without_exclusion_or_target_the_extra_columns_stay_away() {
 
 #[test]
 fn host_warnings_are_named_under_the_table() {
-    let r = QueryResultsResponse {
+    let r = QueryResults {
         job_id: "j".into(),
         cells: vec![cell("a", 2)],
         host_warnings: vec![
-            blocklab_proto::v1::HostWarning {
+            blocklab_measure::job::HostWarning {
                 warning: "load: 3.10 (1-minute average; 4 runnable): other processes are busy"
                     .into(),
                 runs: 2,
             },
-            blocklab_proto::v1::HostWarning {
+            blocklab_measure::job::HostWarning {
                 warning: "transparent huge pages: always".into(),
                 runs: 1,
             },
@@ -354,7 +354,7 @@ fn host_warnings_are_named_under_the_table() {
         md.contains("- transparent huge pages: always (1 of 3 runs)\n"),
         "{md}"
     );
-    let quiet = QueryResultsResponse {
+    let quiet = QueryResults {
         cells: vec![cell("a", 2)],
         ..Default::default()
     };

@@ -8,7 +8,7 @@
 //! client count at the top of the last step that gained; when no step gained it is the first
 //! rung. Only throughput-like metrics (higher is better) make ladders.
 
-use blocklab_proto::v1::CellResult;
+use blocklab_measure::job::CellResult;
 
 use crate::stats::{Summary, welch};
 

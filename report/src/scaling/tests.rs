@@ -122,7 +122,7 @@ fn the_knee_is_named_in_every_rendering_and_on_the_chart() {
         cell(8, 2, &[200.0, 204.0, 196.0]),
         cell(8, 4, &[205.0, 195.0, 200.0]),
     ];
-    let r = blocklab_proto::v1::QueryResultsResponse {
+    let r = blocklab_measure::job::QueryResults {
         job_id: "j".into(),
         cells: cells.clone(),
         ..Default::default()

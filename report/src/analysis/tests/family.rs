@@ -3,6 +3,7 @@
 //! (SciPy 1.17.1, statsmodels 0.15.0), sections `family_job` and `planned_job`.
 
 use super::super::*;
+use blocklab_measure::Metric as WorkloadMetric;
 
 #[track_caller]
 fn rel(got: Option<f64>, want: f64) {

@@ -15,7 +15,7 @@ pub struct PgSetting {
 /// The superuser of every run's cluster: the agent's own role, its password never leaves
 /// the agent.
 pub const DB_USER: &str = "blocklab";
-/// The role workers get: no superuser, owner of the benchmark database only.
+/// The role workers get: no superuser, owner of the benchmark database's public schema only.
 pub const RUN_ROLE: &str = "blocklab_run";
 /// The benchmark database of every run, owned by [`RUN_ROLE`].
 pub const BENCH_DB: &str = "bench";

@@ -55,6 +55,15 @@ SELECT v FROM items WHERE id = :id \\gset
 INSERT INTO hits (item, v) VALUES (:id, :v);
 ";
 
+/// The stage and reason of the job's (one) failed run.
+async fn failure(db: &sqlx::SqlitePool, job: &str) -> (String, String) {
+    sqlx::query_as("SELECT stage, error FROM runs WHERE job_id = ?")
+        .bind(job)
+        .fetch_one(db)
+        .await
+        .expect("run")
+}
+
 fn ids(user: &str) -> (u32, u32) {
     let id = |flag: &str| {
         let out = Command::new("id").args([flag, user]).output().expect("id");
@@ -282,12 +291,7 @@ async fn a_users_dump_is_restored_and_a_corrupt_one_fails_the_run() {
     // so there is no superuser to return to and the entry fails the run.
     let (job3, state) = run_job_with_files(&mut client, &spec(&hostile), &files, timeout).await;
     assert_eq!(state, "failed", "job {job3}");
-    let (stage, error): (String, String) =
-        sqlx::query_as("SELECT stage, error FROM runs WHERE job_id = ?")
-            .bind(&job3)
-            .fetch_one(&db)
-            .await
-            .expect("run");
+    let (stage, error) = failure(&db, &job3).await;
     assert_eq!(stage, "loading-data");
     assert!(
         error.contains("pg_restore: error: ")
@@ -304,12 +308,7 @@ async fn a_users_dump_is_restored_and_a_corrupt_one_fails_the_run() {
     std::fs::copy(&dump, &elsewhere).expect("copy dump");
     let (job4, state) = run_job_with_files(&mut client, &spec(&elsewhere), &files, timeout).await;
     assert_eq!(state, "failed", "job {job4}");
-    let (stage, error): (String, String) =
-        sqlx::query_as("SELECT stage, error FROM runs WHERE job_id = ?")
-            .bind(&job4)
-            .fetch_one(&db)
-            .await
-            .expect("run");
+    let (stage, error) = failure(&db, &job4).await;
     assert_eq!(stage, "loading-data");
     assert!(
         error.contains(&format!(

@@ -254,18 +254,22 @@ mod dashboard;
 mod identity;
 mod scopes;
 
-/// A second hello on a session ends it with InvalidArgument: a session's identity is its
-/// first message only.
-#[tokio::test]
-async fn a_second_hello_ends_the_session() {
-    let lab = Lab::start().await;
+/// A worker session `host_id` attached with the fleet token and welcomed: its sender and
+/// the coordinator's stream.
+async fn welcomed(
+    lab: &Lab,
+    host_id: &str,
+) -> (
+    tokio::sync::mpsc::Sender<HostMessage>,
+    tonic::Streaming<CoordinatorMessage>,
+) {
     let channel = connect_channel(&lab.target(), Some(&lab.ca))
         .await
         .expect("channel");
     let token = secret(FLEET_TOKEN);
     let mut client = FleetClient::with_interceptor(channel, Bearer::new(Some(&token)));
-    let (tx, rx) = tokio::sync::mpsc::channel(4);
-    tx.send(hello("w-twice")).await.expect("queue hello");
+    let (tx, rx) = tokio::sync::mpsc::channel(8);
+    tx.send(hello(host_id)).await.expect("queue hello");
     let mut inbound = client
         .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
         .await
@@ -280,6 +284,15 @@ async fn a_second_hello_ends_the_session() {
         welcome.kind,
         Some(coordinator_message::Kind::Welcome(_))
     ));
+    (tx, inbound)
+}
+
+/// A second hello on a session ends it with InvalidArgument: a session's identity is its
+/// first message only.
+#[tokio::test]
+async fn a_second_hello_ends_the_session() {
+    let lab = Lab::start().await;
+    let (tx, mut inbound) = welcomed(&lab, "w-twice").await;
     tx.send(hello("w-other")).await.expect("queue second hello");
     let end = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
@@ -303,23 +316,7 @@ async fn a_second_hello_ends_the_session() {
 #[tokio::test]
 async fn progress_only_for_tasks_given_to_the_session() {
     let lab = Lab::start().await;
-    let channel = connect_channel(&lab.target(), Some(&lab.ca))
-        .await
-        .expect("channel");
-    let token = secret(FLEET_TOKEN);
-    let mut client = FleetClient::with_interceptor(channel, Bearer::new(Some(&token)));
-    let (tx, rx) = tokio::sync::mpsc::channel(8);
-    tx.send(hello("w-progress")).await.expect("queue hello");
-    let mut inbound = client
-        .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
-        .await
-        .expect("attached")
-        .into_inner();
-    tokio::time::timeout(Duration::from_secs(10), inbound.next())
-        .await
-        .expect("welcome in time")
-        .expect("a welcome")
-        .expect("welcomed");
+    let (tx, _inbound) = welcomed(&lab, "w-progress").await;
     let refused = blocklab_coordinator::fleet::PROGRESS_REFUSED.get();
     for (stage, live_tps) in [("measuring", None), ("", Some(1e9))] {
         tx.send(HostMessage {

@@ -10,7 +10,10 @@ use crate::error::AgentError;
 
 pub const MAINT_DB: &str = "blocklab_maint";
 pub const RESTORE_DB: &str = "blocklab_restore";
-pub(crate) const TABLE: &str = "maint_accounts";
+/// The table, schema-qualified: the agent's sessions search only `pg_catalog`.
+pub(crate) const TABLE: &str = "public.maint_accounts";
+/// Its secondary index (created in the table's schema).
+pub(crate) const BID_INDEX: &str = "maint_accounts_bid_idx";
 pub(crate) const ROWS_PER_SCALE: u64 = 100_000;
 pub const MAX_SCALE: u32 = 10_000;
 pub(crate) const DUMP_FILE: &str = "maint.dump";

@@ -8,7 +8,8 @@ use blocklab_daemon::fleet::ProgressSink;
 use blocklab_spec::Stage;
 
 use super::plan::{
-    DUMP_FILE, MAINT_DB, MaintPlan, MaintReport, Metric, PASS_FILE, RESTORE_DB, Step, TABLE,
+    BID_INDEX, DUMP_FILE, MAINT_DB, MaintPlan, MaintReport, Metric, PASS_FILE, RESTORE_DB, Step,
+    TABLE,
 };
 use super::sql::{self, connect, guarded, pg};
 use super::tools;
@@ -91,7 +92,7 @@ impl Maint<'_> {
             Step::CreateIndex => {
                 let stmts = [
                     format!("ALTER TABLE {TABLE} ADD PRIMARY KEY (aid)"),
-                    format!("CREATE INDEX {TABLE}_bid_idx ON {TABLE} (bid)"),
+                    format!("CREATE INDEX {BID_INDEX} ON {TABLE} (bid)"),
                 ];
                 self.timed_sql(&stmts).await?
             }

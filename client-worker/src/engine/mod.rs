@@ -1,7 +1,7 @@
 //! The pgbench load engine: scripts planned from `blocklab_script`'s parse ([`plan`]),
 //! sessions on the engine's own wire path ([`client`], [`pgwire`]), one transaction of a script
 //! ([`exec`], [`shell`]), one client's loop (`txloop`), client threads ([`thread`],
-//! [`shared`]) and the run ([`load`], [`control`]), measurements ([`stats`]), reports
+//! [`shared`]) and the run ([`options`], [`load`], [`control`]), measurements ([`stats`]), reports
 //! ([`report`], [`summary`], [`progress`], [`live`]), transaction logs ([`txlog`]),
 //! and the window and step terms of the other workload kinds ([`window`]).
 //! The TPC-C-like and AS3AP-like workloads use its control, statistics and live reporter.
@@ -11,6 +11,7 @@ pub mod control;
 pub mod exec;
 pub mod live;
 pub mod load;
+pub mod options;
 pub mod pgwire;
 pub mod plan;
 pub mod progress;

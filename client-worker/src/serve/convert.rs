@@ -12,8 +12,9 @@ use blocklab_script::Protocol;
 use blocklab_spec::Stage;
 
 use crate::as3ap::{self, Mix, Rows};
+use crate::engine::options::LoadOptions;
 use crate::engine::plan::{ScriptSpec, split_weight};
-use crate::engine::report::{LoadOptions, LoadReport};
+use crate::engine::report::LoadReport;
 use crate::engine::window::{StepOutcome, StepParams, WindowParams};
 use crate::error::WorkerError;
 use crate::init::{InitOptions, InitReport, PartitionMethod};

@@ -31,8 +31,8 @@ pub fn validate_setting_name(name: &str) -> Result<(), AgentError> {
     if !chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.') {
         return Err(bad("name may contain only a-z, 0-9, _ and ."));
     }
-    if blocklab_spec::RESERVED_SETTINGS.contains(&name) {
-        return Err(bad("is set by the agent and may not be given"));
+    if let Some(why) = blocklab_spec::guc::refused_name(name) {
+        return Err(bad(&why));
     }
     Ok(())
 }

@@ -445,9 +445,11 @@ async fn server_that_cannot_start_reports_postgres_log_and_cleans_up() {
     let handler = AgentHandler::new(config(&work, shared_cache(), 55340)).unwrap();
     let task = PrepareServerTask {
         build: Some(options(&["--without-icu"])),
+        // Accepted by the catalog and the configuration parser; the postmaster refuses
+        // wal_level minimal with WAL senders at start.
         settings: vec![Setting {
-            name: "shared_buffers".into(),
-            value: "banana".into(),
+            name: "wal_level".into(),
+            value: "minimal".into(),
         }],
         allowed_client_addresses: vec![],
         ..Default::default()
@@ -459,7 +461,10 @@ async fn server_that_cannot_start_reports_postgres_log_and_cleans_up() {
     assert_eq!(f.stage, blocklab_spec::Stage::Starting, "{f}");
     let tail = f.error.log_tail();
     eprintln!("expected failure: {f}\n{tail}");
-    assert!(tail.contains("shared_buffers"), "log tail: {tail}");
+    assert!(
+        tail.contains("WAL streaming (max_wal_senders > 0) requires wal_level"),
+        "log tail: {tail}"
+    );
     assert!(handler.running().is_empty());
     assert!(!work.path().join("agent/runs/run-bad").exists());
 }

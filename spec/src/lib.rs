@@ -8,6 +8,7 @@ mod files;
 /// this crate's unit tests).
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+pub mod guc;
 mod kind;
 mod limits;
 mod memory;
@@ -18,7 +19,6 @@ mod planning;
 mod probe;
 mod progress;
 mod raw;
-mod reserved;
 mod script;
 pub mod state;
 mod stored;
@@ -26,6 +26,7 @@ mod validate;
 
 pub use error::SpecError;
 pub use files::{named_files, referenced_files};
+pub use guc::RESERVED_SETTINGS;
 pub use kind::{AS3AP_MIXES, MAINTENANCE_STEPS};
 pub use limits::*;
 pub use memory::{
@@ -34,7 +35,6 @@ pub use memory::{
 pub use model::*;
 pub use probe::{PROBE_CHUNKS_KB, parse_size, spec_kind};
 pub use progress::BuildProgress;
-pub use reserved::RESERVED_SETTINGS;
 pub use script::{
     DataInit, Files, PgbenchInit, PgbenchOptions, ScriptSource, UserFile, WeightedScript,
 };

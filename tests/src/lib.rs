@@ -272,6 +272,11 @@ impl Lab {
         self.dir.path().join("catalog.db")
     }
 
+    /// Where the (first) agent keeps the server logs of the runs it removed.
+    pub fn server_logs(&self) -> PathBuf {
+        self.dir.path().join("agent").join("server-logs")
+    }
+
     /// Where the lab's catalog is.
     pub fn catalog(&self) -> &blocklab_coordinator::catalog::Location {
         &self.catalog

@@ -33,25 +33,58 @@ warmup = "0s"
 async fn settings_the_build_refuses_fail_the_job_before_any_run() {
     let lab = Lab::start().await;
     let mut client = lab.client().await;
-    let cases = [
+    // Judged at submit against the embedded PostgreSQL 15 catalog and the allowed groups:
+    // refused with the field named, and no job is stored.
+    let at_submit = [
         (
-            r#"shared_buffers = "64MB' ; x""#,
-            r#"settings.shared_buffers = "64MB' ; x": "MB' ; x" is not a unit (memory: B, kB, MB, GB, TB; time: us, ms, s, min, h, d)"#,
+            r#"shared_buffers = "64MB' ; listen_addresses = '*""#,
+            r#"settings.shared_buffers: "MB' ; listen_addresses = '*" is not a unit (memory: B, kB, MB, GB, TB; time: us, ms, s, min, h, d) (as PostgreSQL 15 reads shared_buffers)"#,
         ),
         (
             r#"work_mem = "-1""#,
-            r#"settings.work_mem = "-1": -1 is outside the valid range (64 .. 2147483647)"#,
+            r#"settings.work_mem: -1 is outside the valid range (64 .. 2147483647) (as PostgreSQL 15 reads work_mem)"#,
         ),
         (
             r#"max_connections = "lots""#,
-            r#"settings.max_connections = "lots": "lots" is not an integer"#,
+            r#"settings.max_connections: "lots" is not an integer (as PostgreSQL 15 reads max_connections)"#,
         ),
-        // Enum values are not in the catalog: the build's configuration parser names them.
         (
-            r#"wal_level = "bogus""#,
-            r#"settings.wal_level = "bogus": invalid value for parameter "wal_level": "bogus" (Available values: minimal, replica, logical.)"#,
+            r#"logging_collector = "on""#,
+            r#"settings.logging_collector: is in the group "Reporting and Logging / Where to Log", which no spec may set"#,
+        ),
+        (
+            r#"log_filename = "postgresql.conf""#,
+            r#"settings.log_filename: names a file, a directory, a library or a command, which no spec may choose"#,
         ),
     ];
+    for (i, (setting, expected)) in at_submit.into_iter().enumerate() {
+        let refused = client
+            .submit_job(blocklab_proto::v1::SubmitJobRequest {
+                spec_toml: spec(&format!("refused-setting-{i}"), setting),
+                files: Default::default(),
+            })
+            .await
+            .expect_err(setting);
+        assert_eq!(refused.code(), tonic::Code::InvalidArgument, "{setting}");
+        assert!(
+            refused.message().contains(expected),
+            "{setting}: {}",
+            refused.message()
+        );
+    }
+    let jobs = client
+        .list_jobs(blocklab_proto::v1::ListJobsRequest {})
+        .await
+        .expect("jobs")
+        .into_inner()
+        .jobs;
+    assert!(jobs.is_empty(), "{jobs:?}");
+
+    // Enum values are not in the catalog: the build's configuration parser names them.
+    let cases = [(
+        r#"wal_level = "bogus""#,
+        r#"settings.wal_level = "bogus": invalid value for parameter "wal_level": "bogus" (Available values: minimal, replica, logical.)"#,
+    )];
     for (i, (setting, expected)) in cases.into_iter().enumerate() {
         let (job_id, state) = run_job(
             &mut client,

@@ -6,8 +6,8 @@
 //!
 //! A dump missing on the agent's host fails the run naming it, and the daemons stay up.
 //!
-//! The schema's trigger writes each client's first three rows to files (server-side COPY, as
-//! the run's superuser role), since every run's cluster is removed when the run ends.
+//! The schema's trigger logs each client's first three rows (`RAISE LOG`); the agent keeps
+//! each run's server log when it removes the run's cluster, and the draws are read there.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -43,9 +43,8 @@ CREATE TRIGGER keep_first AFTER INSERT ON draws FOR EACH ROW EXECUTE FUNCTION ke
     .to_string()
 }
 
-/// The job; the server logs into `logs`, where the trigger's draws are read from (the run's
-/// role may not write files itself).
-fn spec(seed: Option<u64>, logs: &std::path::Path) -> String {
+/// The job.
+fn spec(seed: Option<u64>) -> String {
     format!(
         r#"
 name = "user-workload"
@@ -68,21 +67,17 @@ maxval = 1000000
 sql = "schema.sql"
 [placement]
 client_workers = 2
-[settings]
-logging_collector = "on"
-log_directory = "{}"
-log_filename = "draws-%p.log"
 "#,
         pg_tarball().display(),
         seed.map_or(String::new(), |s| format!("random_seed = {s}")),
-        logs.display()
     )
 }
 
-/// The draws the trigger logged: (client, k) → (a, b, no pgbench table); the logs removed.
+/// The draws the trigger logged into the kept server logs: (client, k) → (a, b, no pgbench
+/// table); the logs removed.
 fn take_draws(dir: &std::path::Path) -> BTreeMap<(i64, i64), (i64, i64, bool)> {
     let mut out = BTreeMap::new();
-    for e in std::fs::read_dir(dir).expect("draws dir").flatten() {
+    for e in std::fs::read_dir(dir).expect("kept server logs").flatten() {
         let text = std::fs::read_to_string(e.path()).expect("log file");
         for line in text.lines() {
             let Some((_, draw)) = line.split_once("LOG:  draw ") else {
@@ -106,21 +101,14 @@ async fn the_users_script_schema_and_seed_go_through_the_fleet() {
         ..LabOptions::default()
     })
     .await;
-    let draws = tempfile::tempdir().expect("draws dir");
-    std::fs::set_permissions(
-        draws.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o777),
-    )
-    .expect("chmod");
     let schema = schema();
     let files = [("draws.sql", SCRIPT), ("schema.sql", schema.as_str())];
     let mut client = lab.client().await;
     let timeout = Duration::from_secs(20 * 60);
 
-    let (job1, state) =
-        run_job_with_files(&mut client, &spec(None, draws.path()), &files, timeout).await;
+    let (job1, state) = run_job_with_files(&mut client, &spec(None), &files, timeout).await;
     assert_eq!(state, "done", "job {job1}");
-    let first = take_draws(draws.path());
+    let first = take_draws(&lab.server_logs());
 
     let db = sqlx::SqlitePool::connect(&format!(
         "sqlite://{}?mode=ro",
@@ -242,15 +230,10 @@ async fn the_users_script_schema_and_seed_go_through_the_fleet() {
     );
 
     // A second job with the first one's seed draws the same first values per client.
-    let (job2, state) = run_job_with_files(
-        &mut client,
-        &spec(Some(seed as u64), draws.path()),
-        &files,
-        timeout,
-    )
-    .await;
+    let (job2, state) =
+        run_job_with_files(&mut client, &spec(Some(seed as u64)), &files, timeout).await;
     assert_eq!(state, "done", "job {job2}");
-    let second = take_draws(draws.path());
+    let second = take_draws(&lab.server_logs());
     let seed2: i64 = sqlx::query_scalar("SELECT random_seed FROM jobs WHERE job_id = ?")
         .bind(&job2)
         .fetch_one(&db)
@@ -271,7 +254,7 @@ async fn the_users_script_schema_and_seed_go_through_the_fleet() {
 
     // A dump that is not on the agent's host fails the run at loading-data, naming it; the
     // daemons keep running.
-    let missing = spec(None, draws.path()).replace(
+    let missing = spec(None).replace(
         "sql = \"schema.sql\"",
         "sql = \"schema.sql\"\ndump = \"/nonexistent/app.dump\"",
     );

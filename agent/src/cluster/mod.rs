@@ -27,7 +27,7 @@ use crate::users::chown_to;
 pub use restart::{
     CacheDrop, ResetDone, ResetPlan, checkpoint_and_drop, postmaster_start_time, reset, restart,
 };
-pub use stop::{is_running, postmaster_pid, stop, stop_untracked};
+pub use stop::{SERVER_LOGS_DIR, is_running, postmaster_pid, stop, stop_untracked};
 pub(crate) use types::pg_ctl;
 pub use types::{Cluster, ConnParams, ServerSetting};
 
@@ -58,6 +58,8 @@ pub struct ClusterPlan<'a> {
     pub allowed_clients: &'a [String],
     /// initdb `--waldir` (must not exist or be empty).
     pub wal_dir: Option<PathBuf>,
+    /// Where the server's log goes when the cluster is removed (see [`Cluster::server_logs`]).
+    pub server_logs: Option<PathBuf>,
 }
 
 /// Run ids become directory names: `[A-Za-z0-9_.-]`, not `.`/`..`, at most 128 chars.
@@ -123,10 +125,13 @@ pub async fn create(
         client_password: generate_password(),
         pid: 0,
         build_in_use: Some(build.in_use.clone()),
+        conf_text: String::new(),
+        hba_text: render_pg_hba(&clients, plan.listen),
+        server_logs: plan.server_logs.clone(),
     };
     let result = async {
         init(&cluster, build.initdb_wal_segsize_mb).await?;
-        configure(&cluster, plan, &clients)?;
+        cluster.conf_text = configuration(&cluster, plan)?;
         start(&cluster).await?;
         cluster.pid = postmaster_pid(&cluster.data_dir).ok_or_else(|| {
             AgentError::Other("postgres started but postmaster.pid names no live postmaster".into())
@@ -202,27 +207,44 @@ async fn init(c: &Cluster, wal_segsize_mb: Option<u32>) -> Result<(), AgentError
     res
 }
 
-fn configure(c: &Cluster, plan: &ClusterPlan<'_>, clients: &[IpAddr]) -> Result<(), AgentError> {
-    use std::io::Write;
+/// postgresql.conf as initdb wrote it, then the plan's settings and ours.
+fn configuration(c: &Cluster, plan: &ClusterPlan<'_>) -> Result<String, AgentError> {
+    let conf_path = c.data_dir.join("postgresql.conf");
+    let initdb_conf = std::fs::read_to_string(&conf_path)
+        .map_err(|e| AgentError::io(format!("read {}", conf_path.display()), e))?;
     // A crashed backend ends the run: without a restart the postmaster exits and the next
     // statistics snapshot reports it (a task's settings may still override this).
-    let conf = format!(
-        "\nrestart_after_crash = off\n{}",
+    Ok(format!(
+        "{initdb_conf}\nrestart_after_crash = off\n{}",
         render_settings(plan.settings, &plan.listen.to_string(), c.port, &c.run_dir)?
-    );
-    let conf_path = c.data_dir.join("postgresql.conf");
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&conf_path)
-        .map_err(|e| AgentError::io(format!("open {}", conf_path.display()), e))?;
-    f.write_all(conf.as_bytes())
-        .map_err(|e| AgentError::io(format!("write {}", conf_path.display()), e))?;
-    let hba_path = c.data_dir.join("pg_hba.conf");
-    std::fs::write(&hba_path, render_pg_hba(clients, plan.listen))
-        .map_err(|e| AgentError::io(format!("write {}", hba_path.display()), e))
+    ))
 }
 
+/// Writes the cluster's configuration files as the plan made them, never through a link
+/// (the data directory belongs to the PostgreSQL user).
+fn write_configuration(c: &Cluster) -> Result<(), AgentError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    for (name, text) in [
+        ("postgresql.conf", &c.conf_text),
+        ("pg_hba.conf", &c.hba_text),
+    ] {
+        let path = c.data_dir.join(name);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| AgentError::io(format!("open {}", path.display()), e))?;
+        f.write_all(text.as_bytes())
+            .map_err(|e| AgentError::io(format!("write {}", path.display()), e))?;
+    }
+    Ok(())
+}
+
+/// Writes the configuration from the plan and starts the server.
 pub(crate) async fn start(c: &Cluster) -> Result<(), AgentError> {
+    write_configuration(c)?;
     tracing::info!(run_id = %c.run_id, port = c.port, "starting postgres");
     pg_ctl(c)
         .arg("-l")

@@ -31,10 +31,61 @@ pub async fn stop(c: &Cluster) -> Result<(), AgentError> {
                 })?;
         }
     }
+    keep_server_log(c);
     if let Some(w) = &c.wal_dir {
         remove_run_dir(w).await?;
     }
     remove_run_dir(&c.run_dir).await
+}
+
+/// The agent's directory of kept server logs, below its work directory.
+pub const SERVER_LOGS_DIR: &str = "server-logs";
+/// Kept server logs: the newest this many stay.
+const SERVER_LOGS_KEPT: usize = 200;
+/// A larger log is not kept.
+const SERVER_LOG_MAX_BYTES: u64 = 64 << 20;
+
+/// Moves the run's `postgres.log` to `<server_logs>/<run_id>.log` (the link itself, never
+/// what a link points to) and removes the oldest kept logs beyond [`SERVER_LOGS_KEPT`].
+/// Failures are logged: a log not kept never fails a stop.
+fn keep_server_log(c: &Cluster) {
+    let Some(dir) = &c.server_logs else {
+        return;
+    };
+    let from = c.run_dir.join("postgres.log");
+    let kept = || -> std::io::Result<()> {
+        let meta = std::fs::symlink_metadata(&from)?;
+        if !meta.is_file() || meta.len() > SERVER_LOG_MAX_BYTES {
+            return Err(std::io::Error::other(format!(
+                "not a regular file of at most {SERVER_LOG_MAX_BYTES} bytes"
+            )));
+        }
+        std::fs::create_dir_all(dir)?;
+        let to = dir.join(format!("{}.log", c.run_id));
+        if std::fs::rename(&from, &to).is_err() {
+            // Another file system: copy what the name holds, never through a link.
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut src = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&from)?;
+            std::io::copy(&mut src, &mut std::fs::File::create(&to)?)?;
+        }
+        let mut logs: Vec<(std::time::SystemTime, std::path::PathBuf)> = std::fs::read_dir(dir)?
+            .flatten()
+            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+            .collect();
+        if logs.len() > SERVER_LOGS_KEPT {
+            logs.sort();
+            for (_, old) in &logs[..logs.len() - SERVER_LOGS_KEPT] {
+                std::fs::remove_file(old)?;
+            }
+        }
+        Ok(())
+    };
+    if let Err(e) = kept() {
+        tracing::warn!(run_id = %c.run_id, error = %e, "server log not kept");
+    }
 }
 
 /// Stops whatever postmaster a run directory we no longer track still has (e.g. after an

@@ -30,6 +30,12 @@ pub struct Cluster {
     pub pid: i32,
     /// Keeps the build marked in use while the cluster exists.
     pub build_in_use: Option<Arc<std::fs::File>>,
+    /// postgresql.conf and pg_hba.conf as the plan made them, written again before every
+    /// start: nothing the server or the run's SQL appended survives a restart.
+    pub conf_text: String,
+    pub hba_text: String,
+    /// Where the server's log is kept when the cluster is removed (`None`: not kept).
+    pub server_logs: Option<PathBuf>,
 }
 
 /// How clients reach a started server (the run's non-superuser role and the `bench`

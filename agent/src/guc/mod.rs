@@ -1,5 +1,7 @@
 //! Settings judged by the build that will run them, before any run: first against the GUC
-//! catalog of `postgres --describe-config` (name, context, type, bounds), then by the
+//! catalog of `postgres --describe-config` (name, group, context, type, bounds: a setting
+//! the catalog does not list, or of a group no spec may set, is refused; see
+//! `blocklab_spec::guc`), then by the
 //! build's own configuration file parser (`postgres -D <scratch> -C block_size` over a
 //! postgresql.conf holding the settings), which knows what the catalog does not print:
 //! enum values, units, settings kept out of the sample file. Both run as the PostgreSQL user.
@@ -14,11 +16,7 @@ use crate::fsutil::create_dir_0755;
 use crate::process::{Cmd, RunAs};
 use crate::users::chown_to;
 
-mod catalog;
-mod value;
-
-pub use catalog::{Guc, GucCatalog, GucType};
-pub use value::judge;
+use blocklab_spec::guc::{GucCatalog, judge, refused};
 
 const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -96,7 +94,16 @@ async fn check_in(
                 continue;
             }
         };
-        match catalog.get(&s.name).and_then(|g| judge(g, &s.value)) {
+        let guc = catalog.get(&s.name);
+        let refusal = refused(&s.name, guc).or_else(|| match guc {
+            Some(g) => judge(g, &s.value),
+            None => Some(
+                "is not a setting this build lists for postgresql.conf (unknown to it, \
+                 internal, or a developer option)"
+                    .into(),
+            ),
+        });
+        match refusal {
             Some(reason) => problems.push(problem(s, reason)),
             None => conf.push_str(&format!("{} = {quoted}\n", s.name)),
         }

@@ -13,7 +13,7 @@ use blocklab_spec::Stage;
 
 use super::convert;
 use super::state::{AgentHandler, TaskFailure};
-use crate::cluster::{self, Cluster, ClusterPlan};
+use crate::cluster::{self, Cluster, ClusterPlan, SERVER_LOGS_DIR};
 use crate::conf::{parse_client_addresses, render_settings};
 use crate::error::AgentError;
 use crate::users::check_traversable;
@@ -97,6 +97,11 @@ impl AgentHandler {
         if !build.result.reused {
             self.evict_builds().await;
         }
+        // The build's own catalog and parser judge the settings again, whatever the
+        // coordinator checked: a setting of a group no spec may set never reaches a server.
+        self.refuse_settings(&build.prefix, &settings)
+            .await
+            .map_err(TaskFailure::at(Stage::Starting))?;
 
         progress.stage(Stage::Starting, "initdb and start").await;
         let previous = self.lock().clusters.remove(run_id);
@@ -131,6 +136,7 @@ impl AgentHandler {
                 settings: &settings,
                 allowed_clients: &task.allowed_client_addresses,
                 wal_dir: wal_dir.clone(),
+                server_logs: Some(self.config.work_dir.join(SERVER_LOGS_DIR)),
             };
             let created = cluster::create(&plan, &build).await;
             self.lock().reserved_ports.remove(&port);

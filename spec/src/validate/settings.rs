@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::field::check_name;
 use crate::error::SpecError;
+use crate::guc;
 use crate::memory::{MemoryPolicy, hold_constant};
 
 /// Settings as (name, value) pairs in PostgreSQL's text form.
@@ -50,7 +51,9 @@ pub(super) fn validate_settings(
         let field = format!("{prefix}.{name}");
         check_setting_name(&field, name)?;
         let text = setting_text(&field, value)?;
-        let text = hold_constant(name, &text, policy).map_err(|m| SpecError::new(field, m))?;
+        let text =
+            hold_constant(name, &text, policy).map_err(|m| SpecError::new(field.clone(), m))?;
+        check_setting_value(&field, name, &text)?;
         out.push((name.clone(), text));
     }
     Ok(out)
@@ -63,10 +66,22 @@ fn check_setting_name(field: &str, name: &str) -> Result<(), SpecError> {
             "setting names are lowercase letters, digits, '_' and '.'",
         ));
     }
-    if crate::reserved::RESERVED_SETTINGS.contains(&name) {
+    // The embedded catalogs judge the group of a setting they list; one they do not list
+    // (a newer version's) is judged by its name here and by the build's own check later.
+    if let Some(why) = guc::refused(name, guc::known(name).map(|(_, g)| g)) {
+        return Err(SpecError::new(field, why));
+    }
+    Ok(())
+}
+
+/// The value as the newest known version that lists the setting would parse it.
+fn check_setting_value(field: &str, name: &str, value: &str) -> Result<(), SpecError> {
+    if let Some((version, g)) = guc::known(name)
+        && let Some(why) = guc::judge(g, value)
+    {
         return Err(SpecError::new(
             field,
-            "may not be set by a spec: the agent sets it, or it runs commands or loads code on the database host",
+            format!("{why} (as PostgreSQL {version} reads {name})"),
         ));
     }
     Ok(())
@@ -97,4 +112,101 @@ fn valid_setting_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.')
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Spec, SpecError};
+
+    fn refused(settings: &str) -> SpecError {
+        let text = format!(
+            r#"
+name = "s"
+[source]
+tarball = "/var/cache/blocklab/src/postgresql-15.18.tar.bz2"
+[matrix]
+block_size_kb = [8, 16]
+[workload]
+builtin = "tpcb-like"
+duration = "5s"
+{settings}
+"#
+        );
+        Spec::parse(&text).expect_err("refused")
+    }
+
+    /// The server's log may not be pointed at its configuration (nor anywhere else), and no
+    /// setting naming a file, a directory, a library or a command passes the submit.
+    #[test]
+    fn settings_that_reach_past_the_run_are_refused_at_submit() {
+        let where_to_log = "is in the group \"Reporting and Logging / Where to Log\", which no \
+            spec may set";
+        for (settings, field, says) in [
+            (
+                "[settings]\nlogging_collector = \"on\"",
+                "settings.logging_collector",
+                where_to_log,
+            ),
+            (
+                "[settings]\nlog_destination = \"stderr\"",
+                "settings.log_destination",
+                where_to_log,
+            ),
+            (
+                "[settings_variants.a]\nlog_directory = \".\"",
+                "settings_variants.a.log_directory",
+                "names a file, a directory, a library or a command",
+            ),
+            (
+                "[settings]\nlog_filename = \"postgresql.conf\"",
+                "settings.log_filename",
+                "names a file, a directory, a library or a command",
+            ),
+            (
+                "[settings]\nssl_cert_file = \"/etc/shadow\"",
+                "settings.ssl_cert_file",
+                "SSL, authentication and archiving are the agent's",
+            ),
+            (
+                "[settings]\nkrb_server_keyfile = \"/etc/shadow\"",
+                "settings.krb_server_keyfile",
+                "SSL, authentication and archiving are the agent's",
+            ),
+            (
+                "[settings]\nextension_control_path = \"/tmp\"",
+                "settings.extension_control_path",
+                "runs commands or loads code",
+            ),
+            (
+                "[settings]\nprimary_conninfo = \"host=x\"",
+                "settings.primary_conninfo",
+                "\"Replication / Standby Servers\"",
+            ),
+            (
+                "[settings]\n\"auto_explain.log_analyze\" = \"on\"",
+                "settings.auto_explain.log_analyze",
+                "customized (extension) option",
+            ),
+            (
+                "[settings]\nmax_connections = \"lots\"",
+                "settings.max_connections",
+                "\"lots\" is not an integer (as PostgreSQL 15 reads max_connections)",
+            ),
+            (
+                "[settings]\nwal_level = \"replica'; listen_addresses = '*\"",
+                "settings.wal_level",
+                "is not one of the setting's values (as PostgreSQL 15 reads wal_level)",
+            ),
+        ] {
+            let e = refused(settings);
+            assert_eq!(e.field, field, "{settings}: {e}");
+            assert!(e.message.contains(says), "{settings}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn a_quoted_setting_cannot_carry_another() {
+        let e = refused("[settings]\nshared_buffers = \"64MB' ; listen_addresses = '*\"");
+        assert_eq!(e.field, "settings.shared_buffers");
+    }
 }

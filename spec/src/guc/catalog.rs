@@ -68,6 +68,11 @@ impl GucCatalog {
         Self { by_name }
     }
 
+    /// The names of the settings listed, in no particular order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.by_name.keys().map(String::as_str)
+    }
+
     pub fn get(&self, name: &str) -> Option<&Guc> {
         self.by_name.get(name)
     }

@@ -15,6 +15,18 @@ use crate::results;
 use crate::scheduler::Scheduler;
 use blocklab_spec::{Files, JobPlan, RunState, Stage};
 
+/// Parses and plans a spec (with the files sent beside it) off the async threads: a large
+/// matrix takes a while, and the coordinator's sessions and heartbeats must not wait for it.
+/// Gives the text back with the plan.
+async fn plan(text: String, seed: Option<u64>, files: Files) -> Result<(String, JobPlan), Status> {
+    tokio::task::spawn_blocking(move || {
+        let job = JobPlan::parse_with(&text, seed, &files).map_err(|e| status(&e))?;
+        Ok((text, job))
+    })
+    .await
+    .map_err(|e| Status::internal(format!("planning the spec failed: {e}")))?
+}
+
 /// A job's random seed when its spec names none: positive as a TOML integer, so a spec can
 /// name it to rerun the job's draws.
 fn new_seed() -> u64 {
@@ -123,12 +135,12 @@ impl Control for ControlService {
         let (text, files): (String, Files) = (req.spec_toml, req.files.into_iter().collect());
         let catalog = &self.scheduler.catalog;
         // The one parse of this submission: from here on the coordinator reads the stored plan.
-        let job = JobPlan::parse_with(&text, None, &files)
-            .map_err(|e| status(&e))?
-            .with_random_seed(new_seed());
+        let sent = files.len();
+        let (text, job) = plan(text, None, files).await?;
+        let job = job.with_random_seed(new_seed());
         let job_id = catalog.insert_job(&text, &job).await?;
         let (cells, runs) = job.size();
-        tracing::info!(job_id = %job_id, cells, runs, files = files.len(), random_seed = ?job.random_seed(), "job submitted");
+        tracing::info!(job_id = %job_id, cells, runs, files = sent, random_seed = ?job.random_seed(), "job submitted");
         self.scheduler.start_job(job_id.clone());
         Ok(Response::new(SubmitJobResponse {
             job_id,
@@ -156,9 +168,8 @@ impl Control for ControlService {
         } else {
             (None, new_seed())
         };
-        let job = JobPlan::parse_with(&old.spec_toml, order_seed, &files)
-            .map_err(|e| status(&e))?
-            .with_random_seed(random_seed);
+        let (_, job) = plan(old.spec_toml.clone(), order_seed, files).await?;
+        let job = job.with_random_seed(random_seed);
         let job_id = catalog
             .insert_job_rerun(&old.spec_toml, &job, Some(&req.job_id))
             .await?;

@@ -282,3 +282,50 @@ async fn a_shuffled_job_stores_its_seed_and_order() {
         "8 runs shuffled are (almost surely) not interleaved"
     );
 }
+
+/// Axis lengths whose product is far beyond the cell limit are refused by checked
+/// arithmetic, off the async threads: the coordinator answers and stays up.
+#[tokio::test]
+async fn a_matrix_beyond_the_limits_is_refused_and_the_coordinator_stays_up() {
+    let (mut client, dir, _stop) = start().await;
+    let db = dir.path().join("catalog.db");
+    let list = |n: u32| {
+        let v: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
+        format!("[{}]", v.join(","))
+    };
+    let variants: String = (0..400)
+        .map(|i| format!("[settings_variants.v{i}]\nwork_mem = \"{}MB\"\n", i + 1))
+        .collect();
+    let huge = format!(
+        "{}\n{variants}",
+        GOOD.replace(
+            "clients = [2]",
+            &format!("clients = {}\nscale = {}", list(10_000), list(20_000)),
+        )
+    );
+    let started = std::time::Instant::now();
+    let err = client
+        .submit_job(SubmitJobRequest {
+            spec_toml: huge,
+            ..Default::default()
+        })
+        .await
+        .expect_err("must be refused");
+    eprintln!("refused in {:?}", started.elapsed());
+    assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err:?}");
+    assert_eq!(
+        err.message(),
+        "matrix: 400 settings variants x 2 block_size_kb x 10000 clients x 20000 scale make \
+         more than 10000 cells"
+    );
+    assert_eq!(counts(&db), vec![0, 0, 0, 0]);
+    let ok = client
+        .submit_job(SubmitJobRequest {
+            spec_toml: GOOD.to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("the coordinator still takes jobs")
+        .into_inner();
+    assert_eq!((ok.cells, ok.runs), (2, 6));
+}

@@ -15,12 +15,21 @@
 //! Memory is held at the bytes of the cell at the baseline page sizes with the same other
 //! dimensions (its `memory_reference`).
 
+use std::collections::HashMap;
+
 use crate::model::{Axis, Cell, Spec};
 
 /// The cells of `spec`'s matrix, with their baselines.
 pub(crate) fn cells(spec: &Spec) -> Vec<Cell> {
     let mut cells = matrix(spec);
-    let links: Vec<_> = cells.iter().map(|c| links(spec, &cells, c)).collect();
+    // Each cell by its dimensions (the first one, as a search in order would find it), so
+    // that finding a cell's baseline is one lookup, not a scan.
+    let mut by_dims: HashMap<Dims<'_>, u32> = HashMap::with_capacity(cells.len());
+    for c in &cells {
+        by_dims.entry(Dims::of(c)).or_insert(c.index);
+    }
+    let links: Vec<_> = cells.iter().map(|c| links(spec, &by_dims, c)).collect();
+    drop(by_dims);
     for (c, (memory_reference, baseline)) in cells.iter_mut().zip(links) {
         c.memory_reference = memory_reference;
         c.baseline_cell = baseline.map(|(cell, _)| cell);
@@ -45,53 +54,102 @@ pub(crate) fn cells(spec: &Spec) -> Vec<Cell> {
     cells
 }
 
-/// A cell's memory reference, and the cell it is compared with and on which axis.
-fn links(spec: &Spec, cells: &[Cell], c: &Cell) -> (Option<u32>, Option<(u32, Axis)>) {
-    let find = |axis: Axis, want: &dyn Fn(&Cell) -> bool| {
-        cells
-            .iter()
-            .find(|o| o.index != c.index && same_except(c, o, axis) && want(o))
-            .map(|o| (o.index, axis))
+/// Every dimension of a cell.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Dims<'a> {
+    source: &'a str,
+    pages: (u32, u32),
+    segsize_gb: u32,
+    wal_segsize_mb: u32,
+    settings_variant: &'a str,
+    workload_variant: &'a str,
+    clients: u32,
+    scale: u32,
+}
+
+impl<'a> Dims<'a> {
+    fn of(c: &'a Cell) -> Self {
+        Dims {
+            source: &c.source,
+            pages: (c.block_size_kb, c.wal_block_size_kb),
+            segsize_gb: c.segsize_gb,
+            wal_segsize_mb: c.wal_segsize_mb,
+            settings_variant: &c.settings_variant,
+            workload_variant: &c.workload_variant,
+            clients: c.clients,
+            scale: c.scale,
+        }
+    }
+}
+
+/// A cell's memory reference, and the cell it is compared with and on which axis: the cell
+/// equal to it in every dimension but `axis`, which is at the baseline's value.
+fn links(
+    spec: &Spec,
+    by_dims: &HashMap<Dims<'_>, u32>,
+    c: &Cell,
+) -> (Option<u32>, Option<(u32, Axis)>) {
+    let dims = Dims::of(c);
+    let find = |axis: Axis, other: Dims<'_>| {
+        by_dims
+            .get(&other)
+            .filter(|&&i| i != c.index)
+            .map(|&i| (i, axis))
     };
-    let at_pages = |o: &Cell| (o.block_size_kb, o.wal_block_size_kb) == spec.baseline;
-    if !at_pages(c) {
-        let b = find(Axis::PageSize, &at_pages);
+    if dims.pages != spec.baseline {
+        let b = find(
+            Axis::PageSize,
+            Dims {
+                pages: spec.baseline,
+                ..dims
+            },
+        );
         return (b.map(|(i, _)| i), b);
     }
     let b = if c.segsize_gb != spec.segsizes_gb[0] {
-        find(Axis::Segsize, &|o| o.segsize_gb == spec.segsizes_gb[0])
+        find(
+            Axis::Segsize,
+            Dims {
+                segsize_gb: spec.segsizes_gb[0],
+                ..dims
+            },
+        )
     } else if c.wal_segsize_mb != spec.wal_segsizes_mb[0] {
-        find(Axis::WalSegsize, &|o| {
-            o.wal_segsize_mb == spec.wal_segsizes_mb[0]
-        })
+        find(
+            Axis::WalSegsize,
+            Dims {
+                wal_segsize_mb: spec.wal_segsizes_mb[0],
+                ..dims
+            },
+        )
     } else if c.settings_variant != spec.baseline_settings_variant {
-        find(Axis::SettingsVariant, &|o| {
-            o.settings_variant == spec.baseline_settings_variant
-        })
+        find(
+            Axis::SettingsVariant,
+            Dims {
+                settings_variant: &spec.baseline_settings_variant,
+                ..dims
+            },
+        )
     } else if c.workload_variant != spec.baseline_workload_variant {
-        find(Axis::WorkloadVariant, &|o| {
-            o.workload_variant == spec.baseline_workload_variant
-        })
+        find(
+            Axis::WorkloadVariant,
+            Dims {
+                workload_variant: &spec.baseline_workload_variant,
+                ..dims
+            },
+        )
     } else if c.source != spec.baseline_source && spec.compare_sources {
-        find(Axis::Source, &|o| o.source == spec.baseline_source)
+        find(
+            Axis::Source,
+            Dims {
+                source: &spec.baseline_source,
+                ..dims
+            },
+        )
     } else {
         None
     };
     (Some(c.index), b)
-}
-
-/// Whether `a` and `b` are equal in every dimension but `axis`.
-fn same_except(a: &Cell, b: &Cell, axis: Axis) -> bool {
-    let pages = |c: &Cell| (c.block_size_kb, c.wal_block_size_kb);
-    (axis == Axis::PageSize || pages(a) == pages(b))
-        && (axis == Axis::Segsize || a.segsize_gb == b.segsize_gb)
-        && (axis == Axis::WalSegsize || a.wal_segsize_mb == b.wal_segsize_mb)
-        && (axis == Axis::SettingsVariant || a.settings_variant == b.settings_variant)
-        && (axis == Axis::WorkloadVariant || a.workload_variant == b.workload_variant)
-        && (axis == Axis::Source || a.source == b.source)
-        && a.clients == b.clients
-        && a.scale == b.scale
-        && !b.replicate
 }
 
 /// Every point of the matrix, in a fixed order.

@@ -7,7 +7,9 @@ use crate::model::{Source, Vary};
 use crate::raw::{RawBaseline, RawMatrix};
 
 /// Most runs one job may have.
-const MAX_RUNS: usize = 100_000;
+const MAX_RUNS: u64 = 100_000;
+/// Most cells one job may have.
+const MAX_CELLS: u64 = 10_000;
 
 /// The matrix axes that validation fills in: segment sizes (`[0]` = PostgreSQL's default)
 /// and how the page sizes combine.
@@ -95,22 +97,42 @@ pub(super) fn baseline_source(
     }
 }
 
-/// The job stays within [`MAX_RUNS`]: the matrix axes times `variants` (sources x settings
-/// variants x workload variants) times the repetitions.
+/// The job stays within [`MAX_CELLS`] and [`MAX_RUNS`]: the matrix axes times `variants`
+/// (sources, settings variants, workload variants) times the repetitions, in checked
+/// arithmetic (no product of axis lengths wraps).
 pub(super) fn check_run_count(
     m: &RawMatrix,
     axes: &Axes,
-    variants: usize,
+    variants: [usize; 3],
     repetitions: u32,
 ) -> Result<(), SpecError> {
-    let cells = variants
-        * m.block_size_kb.len().max(1)
-        * m.wal_block_size_kb.len().max(1)
-        * axes.segsizes_gb.len()
-        * axes.wal_segsizes_mb.len()
-        * m.clients.len()
-        * m.scale.len().max(1);
-    if cells * repetitions as usize > MAX_RUNS {
+    let lengths = [
+        ("sources", variants[0]),
+        ("settings variants", variants[1]),
+        ("workload variants", variants[2]),
+        ("block_size_kb", m.block_size_kb.len().max(1)),
+        ("wal_block_size_kb", m.wal_block_size_kb.len().max(1)),
+        ("segsize_gb", axes.segsizes_gb.len()),
+        ("wal_segsize_mb", axes.wal_segsizes_mb.len()),
+        ("clients", m.clients.len()),
+        ("scale", m.scale.len().max(1)),
+    ];
+    let cells = lengths
+        .iter()
+        .try_fold(1u64, |product, (_, n)| product.checked_mul(*n as u64))
+        .filter(|cells| *cells <= MAX_CELLS);
+    let Some(cells) = cells else {
+        let axes: Vec<String> = lengths
+            .iter()
+            .filter(|(_, n)| *n > 1)
+            .map(|(name, n)| format!("{n} {name}"))
+            .collect();
+        return Err(SpecError::new(
+            "matrix",
+            format!("{} make more than {MAX_CELLS} cells", axes.join(" x ")),
+        ));
+    };
+    if cells * u64::from(repetitions) > MAX_RUNS {
         return Err(SpecError::new(
             "matrix",
             format!("{cells} cells x {repetitions} repetitions is more than {MAX_RUNS} runs"),
@@ -137,6 +159,7 @@ fn counts(
     if values.is_empty() && !may_be_empty {
         return Err(SpecError::new(field, "must list at least one value"));
     }
+    let mut seen = std::collections::HashSet::with_capacity(values.len());
     for (i, &c) in values.iter().enumerate() {
         if !(min..=max).contains(&c) {
             return Err(SpecError::new(
@@ -144,7 +167,7 @@ fn counts(
                 format!("{c} is not allowed; use {min} to {max}"),
             ));
         }
-        if values[..i].contains(&c) {
+        if !seen.insert(c) {
             return Err(SpecError::new(
                 format!("{field}[{i}]"),
                 format!("{c} is listed twice"),
@@ -177,4 +200,90 @@ fn check_sizes(field: &str, values: &[u32], allowed: &[u32]) -> Result<(), SpecE
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Spec;
+
+    fn spec(matrix: &str, more: &str) -> String {
+        format!(
+            r#"
+name = "big"
+{more}
+[source]
+tarball = "/var/cache/blocklab/src/postgresql-15.18.tar.bz2"
+[matrix]
+{matrix}
+[workload]
+builtin = "select-only"
+duration = "1s"
+"#
+        )
+    }
+
+    fn list(n: u32) -> String {
+        let v: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
+        format!("[{}]", v.join(", "))
+    }
+
+    #[test]
+    fn axis_lengths_are_multiplied_without_wrapping_and_cells_are_bounded() {
+        let text = spec(
+            &format!(
+                "block_size_kb = [8]\nclients = {}\nscale = {}",
+                list(5000),
+                list(5000)
+            ),
+            "",
+        );
+        let e = Spec::parse(&text).expect_err("too many cells");
+        assert_eq!(e.field, "matrix");
+        assert_eq!(
+            e.message,
+            "5000 clients x 5000 scale make more than 10000 cells"
+        );
+        let text = spec(
+            &format!(
+                "block_size_kb = [8]\nclients = {}\nscale = {}",
+                list(100),
+                list(100)
+            ),
+            "repetitions = 11",
+        );
+        let e = Spec::parse(&text).expect_err("too many runs");
+        assert_eq!(
+            e.message,
+            "10000 cells x 11 repetitions is more than 100000 runs"
+        );
+    }
+
+    /// The largest matrix a job may have is planned whole, each cell compared where it
+    /// should be (linear in the cells: a baseline is one lookup).
+    #[test]
+    fn the_largest_matrix_is_planned() {
+        let text = spec(
+            &format!(
+                "block_size_kb = [8, 16]\nclients = {}\nscale = {}",
+                list(100),
+                list(50)
+            ),
+            "",
+        );
+        let plan = Spec::parse(&text).expect("legal").plan();
+        assert_eq!(plan.cells.len(), 10_000);
+        for c in &plan.cells {
+            let base = c.baseline_cell.map(|i| &plan.cells[i as usize]);
+            match c.block_size_kb {
+                8 => assert!(c.is_baseline && base.is_none()),
+                _ => {
+                    let b = base.expect("compared");
+                    assert_eq!(
+                        (b.block_size_kb, b.clients, b.scale),
+                        (8, c.clients, c.scale)
+                    );
+                }
+            }
+        }
+    }
 }

@@ -60,7 +60,11 @@ fn validate(raw: RawSpec, files: &Files) -> Result<Spec, SpecError> {
         analysis::baseline_variant(base, "settings", &settings_variants)?;
     let baseline_workload_variant =
         analysis::baseline_variant(base, "workload", &workload_variants)?;
-    let variants = sources.len() * settings_variants.len() * workload_variants.len();
+    let variants = [
+        sources.len(),
+        settings_variants.len(),
+        workload_variants.len(),
+    ];
     let most = adaptive.map_or(repetitions, |a| a.max);
     matrix::check_run_count(&raw.matrix, &axes, variants, most)?;
     Ok(Spec {

@@ -75,7 +75,9 @@ impl ServiceError for CatalogError {
                 ErrorCode::Internal
             }
             CatalogError::Sql(e) => sql_code(e),
-            CatalogError::Fenced { .. } | CatalogError::NoLease => ErrorCode::Unavailable,
+            CatalogError::Fenced { .. } | CatalogError::NoLease | CatalogError::InUse { .. } => {
+                ErrorCode::Unavailable
+            }
         }
     }
 }

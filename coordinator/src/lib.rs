@@ -103,6 +103,11 @@ pub async fn serve(
             .tls_config(tls.tonic_config())
             .map_err(|e| CoordinatorError::Tls(security::error_chain(&e)))?;
     }
+    // One coordinator per SQLite file: a second one stops here, naming the first.
+    let _catalog_lock = match &config.catalog {
+        catalog::Location::Sqlite(path) => Some(catalog::lock::lock(path)?),
+        catalog::Location::Postgres(_) => None,
+    };
     let catalog = catalog::Catalog::connect(&config.catalog).await?;
     let addr = listener.local_addr().ok();
     let advertised = config

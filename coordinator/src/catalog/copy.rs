@@ -68,6 +68,13 @@ pub async fn copy(from: &Location, to: &Location) -> Result<Vec<(&'static str, u
     let source = Catalog::connect(from)
         .await
         .map_err(|e| CopyError::From(from.to_string(), e))?;
+    // Nothing serves the target while it is written.
+    let _target_lock = match to {
+        Location::Sqlite(path) => {
+            Some(super::lock::lock(path).map_err(|e| CopyError::To(to.to_string(), e))?)
+        }
+        Location::Postgres(_) => None,
+    };
     let target = Catalog::connect(to)
         .await
         .map_err(|e| CopyError::To(to.to_string(), e))?;

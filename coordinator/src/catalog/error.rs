@@ -28,6 +28,13 @@ pub enum CatalogError {
     NoLease,
     #[error("job {job_id}: its stored plan cannot be read: {message}")]
     Plan { job_id: String, message: String },
+    /// Another coordinator serves this SQLite catalog (`holder`: its pid, when known).
+    #[error(
+        "another coordinator (pid {}) serves the catalog {catalog}: stop it first, or share a \
+         PostgreSQL catalog between coordinators",
+        if holder.is_empty() { "unknown" } else { holder.as_str() }
+    )]
+    InUse { catalog: String, holder: String },
 }
 
 fn fenced(epoch: &Option<i64>) -> String {

@@ -23,6 +23,7 @@ mod fence;
 pub mod history;
 mod jobs;
 mod lease;
+pub mod lock;
 mod probes;
 mod rows;
 mod runs;

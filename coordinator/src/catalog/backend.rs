@@ -87,18 +87,42 @@ impl fmt::Display for Location {
     }
 }
 
+/// The URL with every password masked: the userinfo's (the authority ends at the first `/`,
+/// `?` or `#`, and the userinfo at its last `@`, as URLs are parsed) and the value of any
+/// query parameter whose name holds "password" (`?password=`, `sslpassword=`).
 fn without_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
-    let (auth, host) = match rest.split_once('@') {
-        Some(parts) => parts,
-        None => return url.to_string(),
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{user}:***@{host}"),
+            None => authority.to_string(),
+        },
+        None => authority.to_string(),
     };
-    match auth.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_string(),
-    }
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let (query, fragment) = match query.split_once('#') {
+                Some((q, f)) => (q, format!("#{f}")),
+                None => (query, String::new()),
+            };
+            let masked: Vec<String> = query
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) if k.to_ascii_lowercase().contains("password") => {
+                        format!("{k}=***")
+                    }
+                    _ => kv.to_string(),
+                })
+                .collect();
+            format!("{path}?{}{fragment}", masked.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}://{authority}{tail}")
 }
 
 /// The catalog a `--catalog` argument names: a file path or `sqlite://PATH` (SQLite), or a
@@ -264,6 +288,37 @@ pub(crate) fn opt_flag(b: Option<bool>) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// No form of a catalog URL shows its password: in the userinfo (with `@` or `:` in it)
+    /// or as a query parameter.
+    #[test]
+    fn passwords_are_masked_wherever_the_url_carries_them() {
+        for (url, shown) in [
+            (
+                "postgres://lab:p@ss@db1:5432/blocklab",
+                "postgres://lab:***@db1:5432/blocklab",
+            ),
+            (
+                "postgres://lab:a:b@db1/blocklab?sslmode=require",
+                "postgres://lab:***@db1/blocklab?sslmode=require",
+            ),
+            (
+                "postgres://lab@db1/blocklab?password=s3cret&sslmode=require",
+                "postgres://lab@db1/blocklab?password=***&sslmode=require",
+            ),
+            (
+                "postgresql://db1/blocklab?user=lab&PassWord=x#frag",
+                "postgresql://db1/blocklab?user=lab&PassWord=***#frag",
+            ),
+            (
+                "postgres://db1?sslpassword=k",
+                "postgres://db1?sslpassword=***",
+            ),
+            ("postgres://lab@db1/blocklab", "postgres://lab@db1/blocklab"),
+        ] {
+            assert_eq!(Location::Postgres(url.into()).to_string(), shown, "{url}");
+        }
+    }
 
     #[test]
     fn catalog_locations_are_paths_sqlite_or_postgres_urls() {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::{Form, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -27,6 +27,8 @@ pub const SESSION_TTL: Duration = Duration::from_secs(8 * 3600);
 pub const SESSION_COOKIE: &str = "blocklab_session";
 /// Paths anyone may reach: the form and signing out.
 const OPEN_PATHS: &[&str] = &["/login", "/logout"];
+/// Most live sessions at once; a sign-in beyond them ends the one closest to expiring.
+pub const MAX_SESSIONS: usize = 256;
 
 /// Why the dashboard refused a request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -43,6 +45,8 @@ pub enum LoginError {
         "the dashboard takes read tokens only; this token's scope is {0} (add a `read TOKEN` line to --api-token-file)"
     )]
     NotRead(Scope),
+    #[error("a form sent from another site is refused (origin {0})")]
+    CrossOrigin(String),
 }
 
 impl ServiceError for LoginError {
@@ -51,7 +55,7 @@ impl ServiceError for LoginError {
         match self {
             LoginError::TokenInUrl => ErrorCode::BadInput,
             LoginError::NoSession | LoginError::Token(_) => ErrorCode::Unauthenticated,
-            LoginError::NotRead(_) => ErrorCode::PermissionDenied,
+            LoginError::NotRead(_) | LoginError::CrossOrigin(_) => ErrorCode::PermissionDenied,
         }
     }
 }
@@ -106,6 +110,12 @@ impl Gate {
         let now = Instant::now();
         let mut sessions = self.lock();
         sessions.retain(|_, expires| *expires > now);
+        while sessions.len() >= MAX_SESSIONS {
+            let Some(soonest) = sessions.iter().min_by_key(|(_, e)| **e).map(|(k, _)| *k) else {
+                break;
+            };
+            sessions.remove(&soonest);
+        }
         sessions.insert(digest(&id), now + self.ttl);
         Ok(id)
     }
@@ -155,13 +165,51 @@ pub fn routes(gate: Arc<Gate>) -> axum::Router {
         .with_state(gate)
 }
 
-/// Whether the query string names a `token` parameter (with or without a value).
+/// Whether the query string names a `token` parameter (with or without a value, in any
+/// case, percent-encoded or not, separated by `&` or `;`).
 fn query_has_token(query: &str) -> bool {
-    query.split('&').any(|kv| {
+    query.split(['&', ';']).any(|kv| {
         kv.split('=')
             .next()
-            .is_some_and(|k| k.eq_ignore_ascii_case("token"))
+            .is_some_and(|k| percent_decoded(k).eq_ignore_ascii_case("token"))
     })
+}
+
+/// `text` with `%XX` escapes and `+` decoded (bytes that are not UTF-8 replaced).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A request a browser sent from another site: its `Origin` names another host than the
+/// one it was sent to, or its `Sec-Fetch-Site` says cross-site. The origin, if so.
+fn cross_origin(headers: &HeaderMap) -> Option<String> {
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if get("sec-fetch-site") == Some("cross-site") {
+        return Some(get("origin").unwrap_or("unknown").to_string());
+    }
+    let origin = get("origin")?;
+    let host = get("host").unwrap_or("");
+    let origin_host = origin.split_once("://").map_or(origin, |(_, h)| h);
+    (!origin_host.eq_ignore_ascii_case(host)).then(|| origin.to_string())
 }
 
 /// The value of cookie `name` in the request's `Cookie` headers.
@@ -187,8 +235,9 @@ fn refused(e: &LoginError) -> Response {
     (status, Html(body)).into_response()
 }
 
-/// The middleware in front of every path: a `?token=` is refused everywhere; with API tokens,
-/// every path but the login form needs a session.
+/// The middleware in front of every path: a `?token=` is refused everywhere, and so is a
+/// form (any method but GET and HEAD) sent from another site; with API tokens, every path but
+/// the login form needs a session.
 pub async fn middleware(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
     if request.uri().query().is_some_and(query_has_token) {
         tracing::warn!(
@@ -196,6 +245,15 @@ pub async fn middleware(State(gate): State<Arc<Gate>>, request: Request, next: N
             "dashboard request with a token in the url refused"
         );
         return refused(&LoginError::TokenInUrl);
+    }
+    let reads = matches!(request.method(), &Method::GET | &Method::HEAD);
+    if !reads && let Some(origin) = cross_origin(request.headers()) {
+        tracing::warn!(
+            path = request.uri().path(),
+            origin,
+            "cross-site dashboard form refused"
+        );
+        return refused(&LoginError::CrossOrigin(origin));
     }
     if gate.tokens.is_open() || OPEN_PATHS.contains(&request.uri().path()) {
         return next.run(request).await;
@@ -294,10 +352,67 @@ mod tests {
     }
 
     #[test]
+    fn sessions_are_capped_and_the_oldest_goes_first() {
+        let g = gate(SESSION_TTL);
+        let first = g.sign_in("reader-token-0123456789").expect("read token");
+        let rest: Vec<String> = (1..MAX_SESSIONS + 10)
+            .map(|_| g.sign_in("reader-token-0123456789").expect("read token"))
+            .collect();
+        assert_eq!(g.lock().len(), MAX_SESSIONS);
+        assert!(!g.session_valid(&first), "the oldest session ended");
+        assert!(g.session_valid(rest.last().expect("sessions")));
+    }
+
+    #[test]
+    fn forms_from_other_sites_are_refused() {
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, HeaderValue::from_static(v));
+            }
+            h
+        };
+        assert_eq!(
+            cross_origin(&headers(&[
+                ("host", "lab:7401"),
+                ("origin", "https://evil.example")
+            ])),
+            Some("https://evil.example".into())
+        );
+        assert_eq!(
+            cross_origin(&headers(&[
+                ("host", "lab:7401"),
+                ("origin", "https://lab:7402")
+            ])),
+            Some("https://lab:7402".into())
+        );
+        assert_eq!(
+            cross_origin(&headers(&[
+                ("host", "lab:7401"),
+                ("sec-fetch-site", "cross-site")
+            ])),
+            Some("unknown".into())
+        );
+        assert_eq!(
+            cross_origin(&headers(&[
+                ("host", "lab:7401"),
+                ("origin", "https://LAB:7401")
+            ])),
+            None
+        );
+        // Not from a browser: nothing to compare.
+        assert_eq!(cross_origin(&headers(&[("host", "lab:7401")])), None);
+    }
+
+    #[test]
     fn token_parameters_and_cookies() {
         assert!(query_has_token("a=1&token=abc"));
         assert!(query_has_token("Token"));
+        assert!(query_has_token("%74oken=abc"));
+        assert!(query_has_token("x=1;%54%4F%4b%45%4e=abc"));
+        assert!(query_has_token("tok%65n"));
         assert!(!query_has_token("tokens=1&x=token"));
+        assert!(!query_has_token("%74oken2=1&tok%=1&%"));
         let mut h = HeaderMap::new();
         h.insert(
             header::COOKIE,

@@ -74,8 +74,32 @@ async fn dashboard_serves_https_with_the_coordinator_certificate() {
             && cookie.contains("SameSite=Strict"),
         "{cookie}"
     );
-    let (ok, out) = curl(&["--cacert", &ca, &format!("{base}/?token={READ_TOKEN}")]);
-    assert!(ok && out.starts_with("HTTP/1.1 400"), "{out}");
+    for query in ["token", "%74oken", "TOK%45N", "x=1;token"] {
+        let (ok, out) = curl(&["--cacert", &ca, &format!("{base}/?{query}={READ_TOKEN}")]);
+        assert!(ok && out.starts_with("HTTP/1.1 400"), "{query}: {out}");
+    }
+    // A sign-in form posted from another site is refused, the token never checked.
+    let (ok, out) = curl(&[
+        "--cacert",
+        &ca,
+        "-H",
+        "Origin: https://evil.example",
+        "--data-urlencode",
+        &format!("token={READ_TOKEN}"),
+        &format!("{base}/login"),
+    ]);
+    assert!(ok && out.starts_with("HTTP/1.1 403"), "{out}");
+    assert!(!out.to_ascii_lowercase().contains("set-cookie"), "{out}");
+    let (ok, out) = curl(&[
+        "--cacert",
+        &ca,
+        "-H",
+        &format!("Origin: {base}"),
+        "--data-urlencode",
+        &format!("token={READ_TOKEN}"),
+        &format!("{base}/login"),
+    ]);
+    assert!(ok && out.starts_with("HTTP/1.1 303"), "same site: {out}");
     // Plain HTTP to the TLS port gets no page; neither does a client without the CA.
     let (_, out) = curl(&[&format!("http://127.0.0.1:{}/login", addr.port())]);
     assert!(!out.contains("Sign in"), "{out}");

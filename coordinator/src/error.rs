@@ -107,19 +107,20 @@ fn sql_code(e: &sqlx::Error) -> ErrorCode {
     }
 }
 
-/// Whether a database's error code means a corrupt file or a schema the catalog's queries do
-/// not fit. PostgreSQL codes are SQLSTATEs (five characters): classes 22 (data exception),
-/// 42 (no such table or column) and XX (corrupt data or index). SQLite codes are numbers
-/// below 10000 whose low byte is the primary code: 1 (no such table or column), 11
-/// (corrupt), 20 (datatype mismatch), 26 (not a database).
+/// Whether a database's error code means a corrupt file, a schema the catalog's queries do
+/// not fit, or a write the schema's constraints forbid: retrying will not help. PostgreSQL
+/// codes are SQLSTATEs (five characters): classes 22 (data exception), 23 (integrity
+/// constraint violation), 42 (no such table or column) and XX (corrupt data or index).
+/// SQLite codes are numbers below 10000 whose low byte is the primary code: 1 (no such table
+/// or column), 11 (corrupt), 19 (constraint), 20 (datatype mismatch), 26 (not a database).
 fn broken_catalog(code: &str) -> bool {
     if code.len() == 5 {
-        return ["22", "42", "XX"]
+        return ["22", "23", "42", "XX"]
             .iter()
             .any(|class| code.starts_with(class));
     }
     match code.parse::<u32>() {
-        Ok(n) => matches!(n & 0xff, 1 | 11 | 20 | 26),
+        Ok(n) => matches!(n & 0xff, 1 | 11 | 19 | 20 | 26),
         Err(_) => false,
     }
 }
@@ -351,16 +352,18 @@ mod tests {
         let code = |c: &'static str| {
             CatalogError::Sql(sqlx::Error::Database(Box::new(Database(c)))).code()
         };
-        // SQLite: no such table, corrupt, datatype mismatch, not a database.
-        for c in ["1", "11", "20", "26", "267"] {
+        // SQLite: no such table, corrupt, datatype mismatch, not a database, CHECK and
+        // UNIQUE constraints.
+        for c in ["1", "11", "20", "26", "267", "275", "2067"] {
             assert_eq!(code(c), ErrorCode::Internal, "sqlite {c}");
         }
         // SQLite: busy, busy (snapshot), locked, I/O error, full.
         for c in ["5", "517", "6", "10", "13"] {
             assert_eq!(code(c), ErrorCode::Unavailable, "sqlite {c}");
         }
-        // PostgreSQL: undefined table, invalid text representation, data corrupted.
-        for c in ["42P01", "22P02", "XX001"] {
+        // PostgreSQL: undefined table, invalid text representation, data corrupted, CHECK
+        // and UNIQUE constraints.
+        for c in ["42P01", "22P02", "XX001", "23514", "23505"] {
             assert_eq!(code(c), ErrorCode::Internal, "postgres {c}");
         }
         // PostgreSQL: serialization failure, connection failure, admin shutdown, too many

@@ -22,6 +22,7 @@ mod pgbench;
 mod placement;
 mod probe;
 mod reset;
+mod retry;
 mod run;
 mod settings;
 mod waiting;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::placement::Waited;
+use super::retry::{self, retried};
 use super::{JobCtx, Scheduler, SchedulerError};
 use crate::catalog::{CatalogError, RunChoices, RunRecord, ServerRecord};
 use crate::fleet::HostSession;
@@ -188,22 +189,29 @@ impl Scheduler {
         }
         match outcome {
             Ok(o) => {
-                if !self.catalog.finish_run_with(run_id, attempt, &o).await? {
+                let stored = retried("run result", retry::OUTCOME, || {
+                    self.catalog.finish_run_with(run_id, attempt, &o)
+                })
+                .await?;
+                if !stored {
                     tracing::warn!(run_id, attempt, "result of a stale attempt discarded");
                 }
                 tracing::info!(run_id, tps = o.result.tps_excluding_connections, metrics = o.metrics.len(), suspect = ?o.suspect, "run done");
             }
             Err(f) if f.lost => {
                 tracing::warn!(run_id, attempt, stage = %f.stage, reason = %f.reason, "run lost");
-                self.catalog
-                    .lose_run(run_id, attempt, f.stage, &f.reason)
-                    .await?;
+                retried("run lost", retry::OUTCOME, || {
+                    self.catalog.lose_run(run_id, attempt, f.stage, &f.reason)
+                })
+                .await?;
             }
             Err(f) => {
                 tracing::warn!(run_id, stage = %f.stage, reason = %f.reason, "run failed");
-                self.catalog
-                    .fail_run(run_id, attempt, f.stage, &f.reason, &f.tail)
-                    .await?;
+                retried("run failure", retry::OUTCOME, || {
+                    self.catalog
+                        .fail_run(run_id, attempt, f.stage, &f.reason, &f.tail)
+                })
+                .await?;
             }
         }
         Ok(())

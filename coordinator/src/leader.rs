@@ -74,26 +74,37 @@ pub async fn elect(catalog: Catalog, ttl: Duration, role: watch::Sender<Role>) -
     };
     tracing::info!(epoch, ttl_ms = ttl.as_millis() as u64, "leading");
     let _ = role.send(Role::Leader { epoch });
+    // The lease runs from when the last successful renewal was sent; this coordinator stops
+    // writing `margin` before it could expire, whether the renewals fail or hang.
+    let margin = step_down_margin(ttl);
     let mut renewed = Instant::now();
     loop {
         tokio::time::sleep(ttl / 3).await;
-        match catalog.renew_lead(ttl).await {
-            Ok(true) => renewed = Instant::now(),
-            Ok(false) => return LeadLost::TakenOver { epoch },
-            Err(e) => {
-                tracing::warn!(error = %e, epoch, "cannot renew the leader lease");
-                // Stop writing before the lease can expire: another may take it then.
-                if renewed.elapsed() + ttl / 3 >= ttl {
-                    catalog.step_down();
-                    return LeadLost::NotRenewed {
-                        epoch,
-                        ttl,
-                        error: e.to_string(),
-                    };
-                }
+        let sent = Instant::now();
+        let deadline = (renewed + ttl)
+            .checked_sub(margin)
+            .map_or(Duration::ZERO, |d| d.saturating_duration_since(sent));
+        let error = match tokio::time::timeout(deadline, catalog.renew_lead(ttl)).await {
+            Ok(Ok(true)) => {
+                renewed = sent;
+                continue;
             }
+            Ok(Ok(false)) => return LeadLost::TakenOver { epoch },
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer within {deadline:?}"),
+        };
+        tracing::warn!(error, epoch, "cannot renew the leader lease");
+        if renewed.elapsed() + ttl / 3 + margin >= ttl {
+            catalog.step_down();
+            return LeadLost::NotRenewed { epoch, ttl, error };
         }
     }
+}
+
+/// How long before its lease could expire a leader that cannot renew stops writing: a
+/// quarter of the lease, at least 100 ms.
+pub fn step_down_margin(ttl: Duration) -> Duration {
+    (ttl / 4).max(Duration::from_millis(100)).min(ttl / 2)
 }
 
 #[cfg(test)]

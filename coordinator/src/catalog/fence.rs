@@ -1,6 +1,6 @@
 //! The fence on a shared catalog's writes: who this coordinator is among those sharing the
-//! catalog, the epoch it leads in, and the check at the start of each write transaction
-//! (the lease itself is taken and renewed in `lease.rs`).
+//! catalog, the epoch it leads in, and the check at the start of each write transaction,
+//! under a lock timeout (the lease itself is taken and renewed in `lease.rs`).
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -28,6 +28,9 @@ pub struct Leader {
     pub expires_in_ms: i64,
 }
 
+/// How long a fenced write waits for a lock before it fails.
+pub(super) const FENCED_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The fence check at the start of a write transaction: the lease row must still hold this
 /// coordinator's epoch (read `FOR SHARE`, so a takeover waits for this transaction).
 pub(super) async fn check(
@@ -38,6 +41,14 @@ pub(super) async fn check(
     if epoch == 0 {
         return Err(CatalogError::Fenced { epoch: None });
     }
+    // No fenced write waits long on a lock (a takeover's, or a stuck session's): it fails
+    // as unavailable and is retried or reported instead.
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SET LOCAL lock_timeout = {}",
+        FENCED_LOCK_TIMEOUT.as_millis()
+    )))
+    .execute(&mut **tx)
+    .await?;
     let held: Option<i64> = sqlx::query_scalar(
         "SELECT epoch FROM leader_lease WHERE id = 1 AND holder_id = $1 AND epoch = $2 FOR SHARE",
     )

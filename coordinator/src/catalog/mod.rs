@@ -100,6 +100,12 @@ impl Catalog {
     /// Begins a write: every write of the catalog is one transaction on the writer
     /// connection; on a fenced catalog only while this coordinator leads (`fence.rs`).
     pub(crate) async fn write(&self) -> Result<Transaction<'static, Any>, CatalogError> {
+        // A coordinator that does not lead is refused before it touches the database.
+        if let Some(fence) = &self.fence
+            && fence.epoch.load(std::sync::atomic::Ordering::Acquire) == 0
+        {
+            return Err(CatalogError::Fenced { epoch: None });
+        }
         let mut tx = backend::begin_write(self.backend, &self.writer).await?;
         if let Some(fence) = &self.fence {
             fence::check(fence, &mut tx).await?;

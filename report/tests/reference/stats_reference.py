@@ -245,3 +245,8 @@ bh("planned_job welch", ps)
 bh("planned_job tost", ts)
 
 
+
+# Job A of coordinator/tests/report/fixture.rs: interleaved, 3 rounds, 16K and 32K against 8K.
+A_8K = [1234.5, 1210.2, 1251.8]
+A_16K = [1301.3, 1288.9, 1320.4]
+ols("fixture 16K", rows_of(list(enumerate(A_8K)), list(enumerate(A_16K))), CELL_ROUND)

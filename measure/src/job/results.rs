@@ -20,7 +20,8 @@ pub struct CellResult {
     pub tps_stddev: f64,
     pub latency_avg_ms_mean: f64,
     pub is_baseline: bool,
-    /// Percent change of the metric's mean against the baseline cell.
+    /// Percent change of the metric against the baseline cell: of the mean (Welch), or within
+    /// rounds or hosts as the comparison's model estimates it.
     pub pct_change_vs_baseline: Option<f64>,
     /// Statistics of the metric over this cell's measured runs.
     pub metric: String,

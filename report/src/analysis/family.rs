@@ -110,6 +110,8 @@ pub(super) fn judge(
                     let change =
                         stats::compare(&b_hosts[*at], &t_hosts[c], design.rounds_are_blocks);
                     if let Some(change) = change {
+                        // The change as the model estimates it: the ratio of the means for
+                        // Welch, the within-block ratio for a blocked model.
                         if let Some(pct) = change.pct() {
                             s.pct_change_vs_baseline = Some(pct);
                         }

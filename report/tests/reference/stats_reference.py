@@ -169,7 +169,9 @@ ols("unbalanced", rows_of(BAL_B, UNB_T), CELL_ROUND)
 MIS_B = [(0, 1000.0), (1, 1010.0), (2, 1024.0), (4, 1046.0), (5, 1050.0)]
 MIS_T = [(0, 1013.0), (2, 1039.0), (3, 1041.0), (4, 1062.0), (5, 1063.0)]
 ols("missing", rows_of(MIS_B, MIS_T), CELL_ROUND)
-# The same on the raw scale, for the linear model itself.
+# The same three on the raw scale, for the linear model itself.
+ols("balanced raw", rows_of(BAL_B, BAL_T), CELL_ROUND, log=False)
+ols("unbalanced raw", rows_of(BAL_B, UNB_T), CELL_ROUND, log=False)
 ols("missing raw", rows_of(MIS_B, MIS_T), CELL_ROUND, log=False)
 # Rounds and hosts: two hosts measure each round at once.
 RH = [

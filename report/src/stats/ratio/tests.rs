@@ -7,7 +7,7 @@
 
 use super::super::linear::cell_effect;
 use super::super::tost::tost;
-use super::super::welch::summarize;
+use super::super::welch::{summarize, t_quantile, t_two_sided_p};
 use super::*;
 
 /// Relative closeness (each call pins one value).
@@ -162,16 +162,67 @@ fn unbalanced_and_missing_rounds_enter_the_fit() {
     rel(r.mde_pct().expect("mde"), 0.280_977_388_438_945, TOL);
 }
 
+/// `y ~ C(cell) + C(round)` on the raw scale, fitted by [`cell_effect`], with the t-test and
+/// the 95% CI from its coefficient, standard error and df.
+#[track_caller]
+fn check_raw(base: &[(u32, f64)], treat: &[(u32, f64)], want: &OlsRef) {
+    let y: Vec<f64> = base.iter().chain(treat).map(|r| r.1).collect();
+    let treated: Vec<bool> = (0..y.len()).map(|i| i >= base.len()).collect();
+    let rounds: Vec<usize> = base.iter().chain(treat).map(|r| r.0 as usize).collect();
+    let f = cell_effect(&y, &treated, &[rounds]).expect("a fit");
+    rel(f.coef, want.coef, TOL);
+    rel(f.se, want.bse, TOL);
+    assert_eq!(f.df, want.df);
+    let p = t_two_sided_p(f.coef / f.se, f.df);
+    rel(p, want.p, TOL);
+    let half = t_quantile(f.df) * f.se;
+    rel(f.coef - half, want.ci.0, TOL);
+    rel(f.coef + half, want.ci.1, TOL);
+}
+
 #[test]
 fn the_linear_model_on_the_raw_scale() {
+    // ols balanced raw: coef=12.800000000000239 bse=1.2409673645990849 df_resid=4.0
+    // p=0.0004984450281194904 conf_int=(9.354522234848904, 16.245477765151573)
+    check_raw(
+        &BAL_B,
+        &BAL_T,
+        &OlsRef {
+            coef: 12.800_000_000_000_239,
+            bse: 1.240_967_364_599_084_9,
+            df: 4.0,
+            p: 0.000_498_445_028_119_490_4,
+            ci: (9.354_522_234_848_904, 16.245_477_765_151_573),
+        },
+    );
+    // ols unbalanced raw: coef=12.562500000000455 bse=1.1507470399701234 df_resid=5.0
+    // p=0.0001120857894690649 conf_int=(9.604410561641, 15.52058943835991)
+    let mut t = BAL_T.to_vec();
+    t.push((2, 1036.0));
+    check_raw(
+        &BAL_B,
+        &t,
+        &OlsRef {
+            coef: 12.562_500_000_000_455,
+            bse: 1.150_747_039_970_123_4,
+            df: 5.0,
+            p: 0.000_112_085_789_469_064_9,
+            ci: (9.604_410_561_641, 15.520_589_438_359_91),
+        },
+    );
     // ols missing raw: coef=14.250000000000341 bse=0.7499999999999843 df_resid=3.0
-    let y: Vec<f64> = MIS_B.iter().chain(&MIS_T).map(|r| r.1).collect();
-    let treated: Vec<bool> = (0..10).map(|i| i >= 5).collect();
-    let rounds: Vec<usize> = MIS_B.iter().chain(&MIS_T).map(|r| r.0 as usize).collect();
-    let f = cell_effect(&y, &treated, &[rounds]).expect("a fit");
-    rel(f.coef, 14.250_000_000_000_341, TOL);
-    rel(f.se, 0.749_999_999_999_984_3, TOL);
-    assert_eq!(f.df, 3.0);
+    // p=0.00031834344007111465 conf_int=(11.86316527103761, 16.636834728963073)
+    check_raw(
+        &MIS_B,
+        &MIS_T,
+        &OlsRef {
+            coef: 14.250_000_000_000_341,
+            bse: 0.749_999_999_999_984_3,
+            df: 3.0,
+            p: 0.000_318_343_440_071_114_65,
+            ci: (11.863_165_271_037_61, 16.636_834_728_963_073),
+        },
+    );
 }
 
 #[test]

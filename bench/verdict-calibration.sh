@@ -3,7 +3,8 @@
 # 3 to 10 runs per cell, a per-round drift random walk that hits every cell of a round alike)
 # go through the same analysis as real jobs. Prints, per n and CV, the false-positive rate of
 # faster/slower on A/A comparisons and the power to detect a +3% and a +5% tps change; then the
-# same without drift, and with only tps varying (a family of 3 comparisons instead of 24).
+# same without drift, with only tps varying (a family of 3 comparisons instead of 24), and with
+# each round a block (the model of an interleaved job: ln y ~ cell + round).
 # Deterministic (seeded); no database, no network.
 #
 #   bash bench/verdict-calibration.sh            # 2000 jobs per row
@@ -24,3 +25,6 @@ echo "== without drift"
 echo
 echo "== with drift, only tps varying"
 "$bin" "$jobs" "$drift" tps-only
+echo
+echo "== with drift, all 8 pgbench columns, each round a block (an interleaved job's model)"
+"$bin" "$jobs" "$drift" rounds

@@ -93,7 +93,7 @@ enum Command {
         same_seed: bool,
     },
     /// One row per cell: proven block sizes, n, mean, stddev, CV, 95% CI, % change vs the
-    /// baseline with its 95% CI, Welch's p-value, verdict, suspect runs.
+    /// baseline with its 95% CI, the model, p-value, MDE, verdict, suspect runs.
     #[command(after_help = RESULTS_EXAMPLES, after_long_help = RESULTS_LONG_HELP)]
     Results {
         job_id: String,
@@ -159,11 +159,18 @@ macro_rules! results_help {
         "Statistics: per cell over its runs, n, mean, sample stddev, CV = stddev/mean, the 95% CI \
 of the mean (Student t, n-1 df) and its half-width in % of the mean. Against the baseline (the cell \
 the plan names for it, shown under 'compared on'; for older jobs the cell with the baseline page \
-sizes and the same clients and other dimensions): % change of the mean with its 95% CI (Welch's CI \
-of the difference of means divided by the baseline mean), Welch's two-sided p-value, its \
+sizes and the same clients and other dimensions): the % change as a ratio estimated on the log \
+scale, 100·(exp(Δ)-1) with Δ = ln(level/baseline level), so no CI passes -100%, with its 95% CI and \
+two-sided p-value; 'model' says how: 'rounds' (ln y ~ cell + round: in an interleaved or \
+randomized-block job each round is a block, used when 2 rounds or more hold both cells), \
+'rounds+hosts' (+ the database host), 'hosts' (ln y ~ cell + host) or 'welch' (Welch's test with the \
+delta method, se of a log mean ≈ s/(√n·mean); sequential and shuffled jobs, and compare). Then the \
 Benjamini-Hochberg q-value across the job's comparisons (every non-baseline cell x every metric with \
-a verdict), and a TOST equivalence test against the job's band (default ±2% of the baseline mean, \
-Welch df) with its q-value. Verdict: 'equivalent' when the TOST q < 0.05 (the 90% CI of the change \
+a verdict), and a TOST equivalence test of Δ against ln(1 ± band/100) (default band ±2% of the \
+baseline) with its q-value. 'MDE (80%)': the smallest change the comparison finds with 80% power at \
+alpha 0.05. 'rounds to equivalence' (inconclusive cells): the more rounds after which the 90% CI \
+would fit in the band at the observed variance, or 'cannot' within the job's maximum repetitions \
+(1000 without one). Verdict: 'equivalent' when the TOST q < 0.05 (the 90% CI of the change \
 inside the band); else faster/slower (higher tps, NOTPM or tup/s, lower latency or seconds is \
 faster) when q < 0.05 and the CI excludes 0; else 'inconclusive'. 'insufficient data' when either \
 side has fewer than 2 runs; 'identical, zero variance' or 'differs, zero variance' when neither \

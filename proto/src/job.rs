@@ -262,7 +262,11 @@ both_ways!(
         replicate,
         ci95_half_width_pct,
         target_ci_pct,
-        target_status
+        target_status,
+        model,
+        mde_pct,
+        extra_rounds,
+        extra_rounds_cannot
     ],
     [hosts],
     [all_runs]
@@ -291,7 +295,11 @@ both_ways!(
         verdict,
         pct_change_ci90_low,
         pct_change_ci90_high,
-        baseline_mean
+        baseline_mean,
+        model,
+        mde_pct,
+        extra_rounds,
+        extra_rounds_cannot
     ],
     [],
     []

@@ -2,8 +2,9 @@
 //! a 3% and a 5% throughput change, per runs per cell (n) and per-run CV, from synthetic jobs
 //! put through the same analysis as real ones (`blocklab_report::calibration`).
 //!
-//! `cargo run --release -p blocklab-report --example calibration [JOBS] [DRIFT_PCT] [tps-only]`
-//! (`bench/verdict-calibration.sh`).
+//! `cargo run --release -p blocklab-report --example calibration [JOBS] [DRIFT_PCT] [tps-only]
+//! [rounds]` (`bench/verdict-calibration.sh`); `rounds`: the jobs record an interleaved run
+//! order, so each comparison is estimated within rounds (else Welch's).
 
 use blocklab_report::calibration::{self, Scenario};
 
@@ -11,7 +12,9 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let jobs: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
     let drift: f64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(0.5);
-    let all_columns = args.next().as_deref() != Some("tps-only");
+    let rest: Vec<String> = args.collect();
+    let all_columns = !rest.iter().any(|a| a == "tps-only");
+    let rounds_as_blocks = rest.iter().any(|a| a == "rounds");
     println!(
         "synthetic jobs: {jobs} per row; 4 cells (baseline, A/A replicate, +3%, +5% tps); {} varying;",
         if all_columns {
@@ -21,24 +24,27 @@ fn main() {
         }
     );
     println!(
-        "per-round drift: random walk, step sd {drift}%; equivalence band 2% (default); seeded"
+        "per-round drift: random walk, step sd {drift}%; equivalence band 2% (default); seeded; \
+         model: {}",
+        if rounds_as_blocks { "rounds" } else { "welch" }
     );
     println!();
     println!(
-        "| n | CV | FPR (A/A, all columns) | FPR (A/A, tps) | jobs with any A/A FP | A/A tps equivalent | raw Welch p<0.05 (A/A tps) | power +3% | power +5% |"
+        "| n | CV | FPR (A/A, all columns) | FPR (A/A, tps) | jobs with any A/A FP | A/A tps equivalent | raw p<0.05 (A/A tps) | power +3% | power +5% | +3% or +5% called slower |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let pct = |x: f64| format!("{:.1}%", 100.0 * x);
     for n in [3, 4, 5, 6, 8, 10] {
         for cv in [1.0, 2.0, 3.0, 5.0] {
             let s = Scenario {
                 all_columns,
+                rounds_as_blocks,
                 ..Scenario::new(n, cv, drift)
             };
             let seed = 0x5eed_0000 + u64::from(n) * 100 + cv as u64;
             let t = calibration::run(&s, jobs, seed);
             println!(
-                "| {n} | {cv:.0}% | {} | {} | {} | {} | {} | {} | {} |",
+                "| {n} | {cv:.0}% | {} | {} | {} | {} | {} | {} | {} | {} |",
                 pct(t.fpr()),
                 pct(t.fpr_tps()),
                 pct(f64::from(t.aa_jobs_with_false_positive) / f64::from(t.jobs)),
@@ -46,6 +52,7 @@ fn main() {
                 pct(t.raw_p_rate_tps()),
                 pct(t.power(0)),
                 pct(t.power(1)),
+                pct(f64::from(t.wrong_direction.iter().sum::<u32>()) / f64::from(2 * t.jobs)),
             );
         }
     }

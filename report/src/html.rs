@@ -254,7 +254,7 @@ pub fn report(e: &JobExport) -> String {
     table(&mut out, "results", &header, &rows, &marks);
     let _ = writeln!(
         out,
-        "<p class=\"note\">{}</p><p class=\"note\">Method: mean over the cell's runs, sample stddev, CV = stddev/mean, 95% CI of the mean from Student's t with n-1 df. Change against the baseline cell: Welch's t-test (two-sided); the CI of the % change is the Welch CI of the difference of means divided by the baseline mean (the baseline mean is treated as exact). q-values: Benjamini-Hochberg across the job's comparisons (every non-baseline cell x every metric with a verdict). Equivalence: two one-sided tests (Welch df) against the band of ±{band:.1}% of the baseline mean. Verdicts: equivalent when the TOST q-value &lt; 0.05 (the 90% CI of the change inside the band); else faster/slower when q &lt; 0.05 and the 95% CI excludes 0; else inconclusive. Counts, shares, sizes and per-transaction costs get the change and its CI, no verdict. {}</p>",
+        "<p class=\"note\">{}</p><p class=\"note\">Method: mean over the cell's runs, sample stddev, CV = stddev/mean, 95% CI of the mean from Student's t with n-1 df. Change against the baseline cell: a ratio estimated on the log scale, Δ = ln(level/baseline level), shown as 100·(exp(Δ)−1)% so that no interval passes −100%; in an interleaved or randomized-block job with 2 rounds or more holding both cells, within rounds by least squares of ln(y) ~ cell + round (+ host with several database hosts; model column), with several hosts only ln(y) ~ cell + host, otherwise Welch's t-test with the delta method (se of a log mean ≈ s/(√n·mean)); two-sided t-test and 95% CI with the model's df. q-values: Benjamini-Hochberg across the job's comparisons (every non-baseline cell x every metric with a verdict). Equivalence: two one-sided tests of Δ against ln(1 ± {band:.1}/100), the band of ±{band:.1}% of the baseline. MDE: the smallest change the comparison finds with 80% power at α = 0.05, (t(0.975, df) + t(0.8, df))·se as a %. Rounds to equivalence (inconclusive comparisons): the more rounds after which the 90% CI would fit inside the band at the observed variance, or cannot within the job's maximum (1000 without one). Verdicts: equivalent when the TOST q-value &lt; 0.05 (the 90% CI of the change inside the band); else faster/slower when q &lt; 0.05 and the 95% CI excludes 0; else inconclusive. Counts, shares, sizes and per-transaction costs get the change and its CI, no verdict. {}</p>",
         esc(&render::notes(&e.results, &metric)).replace('\n', "<br/>"),
         esc(SUSPECT_RULE),
         band = crate::analysis::Options::of(e).equivalence_pct,
@@ -394,12 +394,15 @@ mod tests {
         for want in [
             "<th>q-value</th>",
             "<th>TOST q (±2.0%)</th>",
+            "<th>model</th>",
+            "<th>MDE (80%)</th>",
+            "<th>rounds to equivalence</th>",
             "<th>compared on</th>",
             "<td>replicate</td>",
             "<td>page size</td>",
             "<td>equivalent</td>",
             "<td>faster</td>",
-            "band of ±2.0% of the baseline mean",
+            "the band of ±2.0% of the baseline",
             "Benjamini-Hochberg",
         ] {
             assert!(html.contains(want), "report lacks {want:?}");

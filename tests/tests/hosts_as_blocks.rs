@@ -1,8 +1,9 @@
 //! One job over two identical database hosts (`placement.db_hosts = 2`): each host runs a
 //! full replicate of the cells at the same time (repetition r on slot r mod 2), and the
-//! results show the cell on each host and the pooled change, estimated within hosts: the
-//! mean of the per-host differences over the baseline's mean, with the additive model's
-//! degrees of freedom (4 runs - 3 parameters = 1).
+//! results show the cell on each host and the pooled change, estimated within rounds and
+//! hosts on the log scale (each round ran on one host, so the host adds nothing to the
+//! rounds): the mean of the per-host log ratios, with the additive model's degrees of freedom
+//! (4 runs - rank 3 = 1).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -109,26 +110,29 @@ db_hosts = 2
     let cell = r.cells.iter().find(|c| !c.is_baseline).expect("16K cell");
     let hosts: Vec<&str> = cell.hosts.iter().map(|h| h.host_id.as_str()).collect();
     assert_eq!(hosts, ["e2e-db", "e2e-db-1"], "the cell on each host");
-    let base_mean = (tps[&("e2e-db".into(), 0)] + tps[&("e2e-db-1".into(), 0)]) / 2.0;
-    let mut diffs = 0.0;
+    let mut logs = 0.0;
     for h in &cell.hosts {
         assert_eq!(h.n, 1);
         let (t, b) = (tps[&(h.host_id.clone(), 1)], tps[&(h.host_id.clone(), 0)]);
         assert!((h.mean - t).abs() < 1e-9);
         let within = 100.0 * (t - b) / b;
         assert!((h.pct_change_vs_baseline.unwrap() - within).abs() < 1e-9);
-        diffs += (t - b) / 2.0;
+        logs += (t / b).ln() / 2.0;
     }
-    // Pooled: the within-host change, its CI centred on it, the model's df.
-    let pooled = 100.0 * diffs / base_mean;
+    // Pooled: the within-round change as a ratio, its CI centred on it on the log scale, the
+    // model's df.
+    assert_eq!(cell.model, "rounds+hosts");
+    let pooled = 100.0 * logs.exp_m1();
+    assert!(
+        (cell.pct_change_vs_baseline.expect("pct") - pooled).abs() < 1e-9,
+        "{cell:?} {pooled}"
+    );
     let (lo, hi) = (
         cell.pct_change_ci95_low.expect("ci"),
         cell.pct_change_ci95_high.expect("ci"),
     );
-    assert!(
-        ((lo + hi) / 2.0 - pooled).abs() < 1e-6,
-        "{lo} {hi} {pooled}"
-    );
-    assert_eq!(cell.welch_df, Some(1.0), "4 runs, 3 parameters");
+    let centre = ((lo / 100.0).ln_1p() + (hi / 100.0).ln_1p()) / 2.0;
+    assert!((centre - logs).abs() < 1e-9, "{lo} {hi} {logs}");
+    assert_eq!(cell.welch_df, Some(1.0), "4 runs, rank 3");
     lab.shutdown().await;
 }

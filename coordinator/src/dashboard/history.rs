@@ -244,8 +244,9 @@ fn render(
     let _ = write!(
         out,
         "<h1>History: {m}</h1><p class=\"note\">Each job's cells of <b>{m}</b> against their \
-         baselines: the % change with its 95% CI and the verdict, as the job's results give \
-         them. A rerun follows the job it reruns.</p><p class=\"metrics\">metrics: ",
+         baselines: the % change with its 95% CI, the model it was estimated with, the smallest \
+         change it could detect (MDE, 80% power), the verdict and, when inconclusive, the more \
+         rounds that would show equivalence, as the job's results give them. A rerun follows the job it reruns.</p><p class=\"metrics\">metrics: ",
         m = esc(metric)
     );
     for m in metrics {
@@ -290,7 +291,8 @@ fn render(
                 "<tr class=\"forest-row{}\" data-job=\"{id}\" data-cell=\"{cell}\" data-verdict=\"{v}\">\
                  <td><a class=\"job\" href=\"/jobs/{id}\">{name}</a></td><td>{rerun}</td><td>{cell}</td>\
                  <td>{base}</td><td>{hosts}</td><td>{versions}</td><td>{workload}</td>\
-                 <td class=\"num\">{p}</td><td class=\"num\">{ci}</td><td>{v}</td></tr>",
+                 <td class=\"num\">{p}</td><td class=\"num\">{ci}</td><td>{model}</td>\
+                 <td class=\"num\">{mde}</td><td>{v}</td><td class=\"num\">{more}</td></tr>",
                 if c.runs_suspect > 0 { " suspect" } else { "" },
                 cell = esc(&c.label),
                 v = esc(&c.verdict),
@@ -300,6 +302,13 @@ fn render(
                 versions = esc(&join(&e.ran.versions)),
                 workload = esc(&e.job.workload),
                 p = esc(&pct(p)),
+                model = esc(&c.model),
+                mde = c.mde_pct.map(|m| format!("{m:.2}%")).unwrap_or_default(),
+                more = match (c.extra_rounds, c.extra_rounds_cannot) {
+                    (Some(k), _) => format!("+{k}"),
+                    (None, true) => "cannot".into(),
+                    (None, false) => String::new(),
+                },
                 ci = esc(&ci
                     .map(|(a, b)| format!("[{}, {}]", pct(a), pct(b)))
                     .unwrap_or_default()),
@@ -320,10 +329,85 @@ fn render(
     out.push_str(
         "<table class=\"history\"><thead><tr><th>job</th><th>rerun</th><th>cell</th>\
          <th>baseline</th><th>host</th><th>version</th><th>workload</th><th>change</th>\
-         <th>95% CI</th><th>verdict</th></tr></thead><tbody>",
+         <th>95% CI</th><th>model</th><th>MDE (80%)</th><th>verdict</th>\
+         <th>rounds to equivalence</th></tr></thead><tbody>",
     );
     out.push_str(&rows);
     out.push_str("</tbody></table>\n");
     out.push_str("</body></html>\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blocklab_spec::JobState;
+
+    #[test]
+    fn the_table_shows_the_model_the_mde_and_the_rounds_to_equivalence() {
+        let job = JobRecord {
+            job_id: "j1".into(),
+            name: "pages".into(),
+            state: JobState::Done,
+            error: None,
+            db_host_id: None,
+            created_at: String::new(),
+            spec_toml: String::new(),
+            seed: None,
+            kind: JobKind::Benchmark,
+            workload: "tpcb-like".into(),
+            headline_metric: "tps".into(),
+            waiting: None,
+            build_progress: None,
+            rerun_of: None,
+            runs_total: 0,
+            runs_done: 0,
+            runs_failed: 0,
+        };
+        let cell = CellResult {
+            label: "bs=16K".into(),
+            pct_change_vs_baseline: Some(0.3),
+            pct_change_ci95_low: Some(-1.2),
+            pct_change_ci95_high: Some(1.8),
+            model: "rounds".into(),
+            mde_pct: Some(1.234),
+            verdict: "inconclusive".into(),
+            extra_rounds: Some(7),
+            ..Default::default()
+        };
+        let cannot = CellResult {
+            label: "bs=32K".into(),
+            model: "welch".into(),
+            extra_rounds: None,
+            extra_rounds_cannot: true,
+            ..cell.clone()
+        };
+        let entries = [Entry {
+            job,
+            ran: RanOn::default(),
+            cells: vec![cell, cannot],
+        }];
+        let page = render(
+            "tps",
+            &[],
+            &Filters::default(),
+            &Present::default(),
+            &entries,
+            &HashMap::new(),
+        );
+        assert!(
+            page.contains(
+                "<th>model</th><th>MDE (80%)</th><th>verdict</th><th>rounds to equivalence</th>"
+            ),
+            "{page}"
+        );
+        assert!(
+            page.contains("<td>rounds</td><td class=\"num\">1.23%</td><td>inconclusive</td><td class=\"num\">+7</td>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<td>welch</td><td class=\"num\">1.23%</td><td>inconclusive</td><td class=\"num\">cannot</td>"),
+            "{page}"
+        );
+    }
 }

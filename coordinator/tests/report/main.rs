@@ -55,23 +55,28 @@ pub fn check_job_a(r: &QueryResults) {
         (8192, 16384, 32768)
     );
     assert_eq!(c[0].verdict, "baseline");
-    // Reference values: stats_tests.rs (SciPy) for A = 8K, B = 16K.
+    // Reference values: stats_tests.rs (SciPy) for A = 8K, B = 16K; the change within rounds
+    // (job A is interleaved): report/tests/reference/stats_reference.py, `ols fixture 16K`
+    // (statsmodels' ols("log(y) ~ C(cell) + C(round)")).
     assert_eq!((c[1].n, c[1].runs_ok, c[1].runs_total), (3, 3, 3));
     close(c[1].mean, 1_303.533_333_333_333_3);
     close(c[1].cv, 0.012_173_307_604_661_695);
+    assert_eq!(c[1].model, "rounds");
+    assert_eq!(c[1].welch_df, Some(2.0));
     close(
         c[1].pct_change_vs_baseline.expect("pct"),
-        5.791_965_372_649_795,
+        5.796_912_321_433_406,
     );
     close(
         c[1].pct_change_ci95_low.expect("low"),
-        2.278_975_269_345_833,
+        4.291_188_399_412_793_5,
     );
     close(
         c[1].pct_change_ci95_high.expect("high"),
-        9.304_955_475_953_756,
+        7.324_375_419_736_699_5,
     );
-    close(c[1].p_value.expect("p"), 0.010_924_525_393_129_905);
+    close(c[1].p_value.expect("p"), 0.003_477_080_880_517_882);
+    assert!(c[1].mde_pct.is_some());
     // The q-value counts the job's other comparisons (2 cells x the varying columns).
     assert!(c[1].q_value.expect("q") > c[1].p_value.expect("p"));
     assert!(c[1].q_value.expect("q") < 0.05);
@@ -129,8 +134,11 @@ async fn results_render_in_every_format() {
             "16384",
             "faster",
             "+5.8%",
-            "[+2.3%, +9.3%]",
-            "0.011",
+            "[+4.3%, +7.3%]",
+            "0.003",
+            "rounds",
+            "1.80%",
+            "cannot",
             "in the statistics",
             "q-value",
             "TOST q (±2.0%)",
@@ -183,7 +191,7 @@ async fn results_render_in_every_format() {
         assert_eq!(row1[col("verdict")], "faster");
         close(
             row1[col("p_value")].parse().expect("p"),
-            0.010_924_525_393_129_905,
+            0.003_477_080_880_517_882,
         );
         assert_eq!(row1[col("job_id")], f.job_a);
         let json: serde_json::Value =
@@ -224,9 +232,14 @@ async fn compare_like_cells_of_two_jobs() {
             stats::summarize(&A_8K).expect("a"),
             stats::summarize(&B_8K).expect("b"),
         );
-        let w = stats::welch(&a, &b).expect("welch");
+        // Two jobs' rounds are not blocks: Welch with the delta method.
+        let w = stats::delta(&a, &b).expect("welch");
+        assert_eq!(c.model, "welch");
         close(c.p_value.expect("p"), w.p_value);
-        close(c.pct_change_vs_baseline.expect("pct"), w.pct.expect("pct"));
+        close(
+            c.pct_change_vs_baseline.expect("pct"),
+            w.pct().expect("pct"),
+        );
         // Identical 16K samples, 3 runs each: no difference, but not shown within ±2% either.
         assert_eq!(r.cells[2].verdict, "inconclusive");
         close(r.cells[2].p_value.expect("p"), 1.0);

@@ -20,7 +20,8 @@ pub struct CellResult {
     pub tps_stddev: f64,
     pub latency_avg_ms_mean: f64,
     pub is_baseline: bool,
-    /// Percent change of the metric's mean against the baseline cell.
+    /// Percent change of the metric against the baseline cell: of the mean (Welch), or within
+    /// rounds or hosts as the comparison's model estimates it.
     pub pct_change_vs_baseline: Option<f64>,
     /// Statistics of the metric over this cell's measured runs.
     pub metric: String,
@@ -44,7 +45,8 @@ pub struct CellResult {
     /// The cell this one is compared with.
     pub baseline_label: String,
     pub baseline_mean: Option<f64>,
-    /// Welch-Satterthwaite degrees of freedom of the comparison.
+    /// Degrees of freedom of the comparison: Welch-Satterthwaite, or the blocked model's
+    /// residual df (see `model`).
     pub welch_df: Option<f64>,
     /// Distinct suspect reasons among the cell's measured runs, with counts.
     pub suspect_reasons: Vec<String>,
@@ -54,7 +56,8 @@ pub struct CellResult {
     pub held_constant: String,
     /// Benjamini-Hochberg q-value of p_value across the job's family of comparisons.
     pub q_value: Option<f64>,
-    /// Two one-sided tests against +-equivalence_pct of the baseline mean, and its q-value.
+    /// Two one-sided tests of the change on the log scale against +-equivalence_pct of the
+    /// baseline, and its q-value.
     pub tost_p_value: Option<f64>,
     pub tost_q_value: Option<f64>,
     pub equivalence_pct: f64,
@@ -75,6 +78,17 @@ pub struct CellResult {
     pub all_runs: Option<CellStats>,
     /// The cell on each database host, when its runs came from more than one.
     pub hosts: Vec<HostResult>,
+    /// The model the change was estimated with: welch, rounds, hosts or rounds+hosts (empty
+    /// without a comparison).
+    pub model: String,
+    /// The minimum detectable change in % at 80% power and alpha 0.05 (two-sided).
+    pub mde_pct: Option<f64>,
+    /// An inconclusive comparison: the more rounds that would make the 90% CI of the change
+    /// fit inside the equivalence band at the observed variance.
+    pub extra_rounds: Option<u32>,
+    /// An inconclusive comparison that not even the job's maximum of rounds (or 1000) would
+    /// make fit inside the band.
+    pub extra_rounds_cannot: bool,
 }
 
 /// A cell's statistics over a set of runs.
@@ -100,6 +114,17 @@ pub struct CellStats {
     pub pct_change_ci90_low: Option<f64>,
     pub pct_change_ci90_high: Option<f64>,
     pub baseline_mean: Option<f64>,
+    /// The model the change was estimated with: welch, rounds, hosts or rounds+hosts (empty
+    /// without a comparison).
+    pub model: String,
+    /// The minimum detectable change in % at 80% power and alpha 0.05 (two-sided).
+    pub mde_pct: Option<f64>,
+    /// An inconclusive comparison: the more rounds that would make the 90% CI of the change
+    /// fit inside the equivalence band at the observed variance.
+    pub extra_rounds: Option<u32>,
+    /// An inconclusive comparison that not even the job's maximum of rounds (or 1000) would
+    /// make fit inside the band.
+    pub extra_rounds_cannot: bool,
 }
 
 /// A cell on one database host.

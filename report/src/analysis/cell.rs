@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use blocklab_measure::job::*;
 use blocklab_spec::RunState;
 
-use crate::stats::{self, Metric, Summary};
+use crate::stats::{self, Metric, Run, Summary};
 
 /// The value of `metric` in a run's result; NaN when the run does not have that metric.
 pub fn metric_value(m: &RunMetrics, metric: &Metric) -> f64 {
@@ -42,8 +42,9 @@ pub fn measured<'a>(
 /// not depend on the metric.
 pub(super) struct Runs<'a> {
     pub used: Vec<&'a RunMetrics>,
-    /// The database host of each used run (aligned with `used`).
+    /// The database host and the round (`repetition`) of each used run (aligned with `used`).
     pub hosts: Vec<&'a str>,
+    pub rounds: Vec<u32>,
     pub measured: usize,
     pub total: usize,
     pub suspect: usize,
@@ -57,10 +58,16 @@ pub(super) fn runs(export: &JobExport, cell_index: u32, exclude_suspect: bool) -
     let all: Vec<(&ExportRun, &RunMetrics)> = measured(export, cell_index).collect();
     let sel = stats::select_runs(
         all.iter()
-            .map(|&(r, m)| ((r.db_host_id.as_str(), m), !r.suspect_reasons.is_empty())),
+            .map(|&(r, m)| ((r, m), !r.suspect_reasons.is_empty())),
         exclude_suspect,
     );
-    let (hosts, used) = sel.used.into_iter().unzip();
+    let hosts = sel
+        .used
+        .iter()
+        .map(|(r, _)| r.db_host_id.as_str())
+        .collect();
+    let rounds = sel.used.iter().map(|(r, _)| r.repetition).collect();
+    let used = sel.used.iter().map(|(_, m)| *m).collect();
     let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
     for (r, _) in &all {
         for reason in &r.suspect_reasons {
@@ -70,6 +77,7 @@ pub(super) fn runs(export: &JobExport, cell_index: u32, exclude_suspect: bool) -
     Runs {
         used,
         hosts,
+        rounds,
         measured: all.len(),
         total: export
             .runs
@@ -92,24 +100,34 @@ pub(super) fn runs(export: &JobExport, cell_index: u32, exclude_suspect: bool) -
     }
 }
 
-/// (host, value) of `metric` over the used runs (runs without the metric are skipped).
-pub(super) fn by_host<'a>(runs: &Runs<'a>, metric: &Metric) -> Vec<(&'a str, f64)> {
+/// The value of `metric` with the round and host of each used run (runs without the metric
+/// are skipped).
+pub(super) fn values<'a>(runs: &Runs<'a>, metric: &Metric) -> Vec<Run<'a>> {
     runs.hosts
         .iter()
+        .zip(&runs.rounds)
         .zip(&runs.used)
-        .map(|(h, m)| (*h, metric_value(m, metric)))
-        .filter(|(_, v)| v.is_finite())
+        .map(|((host, round), m)| Run {
+            value: metric_value(m, metric),
+            round: *round,
+            host,
+        })
+        .filter(|r| r.value.is_finite())
         .collect()
 }
 
 /// The cell on each of its hosts, against `base` on the same host; empty when its runs came
 /// from one host.
-pub(super) fn host_results(mine: &[(&str, f64)], base: Option<&[(&str, f64)]>) -> Vec<HostResult> {
-    let mean_on = |runs: &[(&str, f64)], host: &str| {
-        let xs: Vec<f64> = runs.iter().filter(|r| r.0 == host).map(|r| r.1).collect();
+pub(super) fn host_results(mine: &[Run<'_>], base: Option<&[Run<'_>]>) -> Vec<HostResult> {
+    let mean_on = |runs: &[Run<'_>], host: &str| {
+        let xs: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.host == host)
+            .map(|r| r.value)
+            .collect();
         (!xs.is_empty()).then(|| (xs.len(), xs.iter().sum::<f64>() / xs.len() as f64))
     };
-    let hosts: std::collections::BTreeSet<&str> = mine.iter().map(|r| r.0).collect();
+    let hosts: std::collections::BTreeSet<&str> = mine.iter().map(|r| r.host).collect();
     if hosts.len() < 2 {
         return Vec::new();
     }
@@ -218,4 +236,8 @@ pub(super) fn put(r: &mut CellResult, s: &CellStats) {
     r.zero_variance = s.zero_variance;
     r.verdict = s.verdict.clone();
     r.baseline_mean = s.baseline_mean;
+    r.model = s.model.clone();
+    r.mde_pct = s.mde_pct;
+    r.extra_rounds = s.extra_rounds;
+    r.extra_rounds_cannot = s.extra_rounds_cannot;
 }

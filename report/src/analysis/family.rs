@@ -5,14 +5,19 @@
 //! baseline and at least 2 runs on both sides, times every metric of the job that is not
 //! descriptive (pgbench's columns and the workload kind's own metrics, except counts, shares,
 //! sizes and per-transaction costs), leaving out comparisons where both sides have zero
-//! variance (no test). Welch's p-values get Benjamini–Hochberg q-values across it, and so,
-//! separately, do the TOST p-values of the same comparisons.
+//! variance (no test). The comparisons' p-values get Benjamini–Hochberg q-values across it,
+//! and so, separately, do the TOST p-values of the same comparisons.
+//!
+//! Each comparison is a ratio on the log scale with the model its design allows
+//! ([`stats::compare`]): the round is a block only within one job whose run order makes rounds
+//! blocks. An inconclusive comparison gets the rounds it would need to show equivalence, up
+//! to the job's maximum of repetitions (or [`stats::MAX_EXTRA_ROUNDS`]).
 
 use blocklab_measure::job::CellStats;
 
 use super::baseline::{NO_LIKE_CELL, Pair};
-use super::cell::{Runs, by_host, host_results, own, summary};
-use crate::stats::{self, Change, Evidence, Metric, Summary, Tost, Verdict, fdr};
+use super::cell::{Runs, host_results, own, summary, values};
+use crate::stats::{self, Evidence, Metric, Ratio, Run, Summary, Tost, Verdict, fdr};
 
 /// A cell's statistics of one metric, and the cell on each of its hosts.
 pub(super) struct Judged {
@@ -20,24 +25,50 @@ pub(super) struct Judged {
     pub hosts: Vec<blocklab_measure::job::HostResult>,
 }
 
+/// How a side's comparisons are made.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Design {
+    /// The equivalence band in %.
+    pub band_pct: f64,
+    /// Rounds are blocks: one job whose run order puts a run of every cell in each round.
+    pub rounds_are_blocks: bool,
+    /// The job's maximum of repetitions (0: none).
+    pub max_repetitions: u32,
+}
+
+impl Design {
+    /// The most rounds a comparison with `n` runs per side could still add.
+    fn limit(&self, n: usize) -> u32 {
+        if self.max_repetitions > 0 {
+            self.max_repetitions
+                .saturating_sub(u32::try_from(n).unwrap_or(u32::MAX))
+        } else {
+            stats::MAX_EXTRA_ROUNDS
+        }
+    }
+}
+
 /// One comparison's tests, kept until the family's q-values are known.
 struct Tests {
-    change: Change,
+    change: Ratio,
+    /// The larger run count of the two sides.
+    n: usize,
     tost: Option<Tost>,
     q: Option<f64>,
     tost_q: Option<f64>,
 }
 
 /// The statistics, `[metric][cell]`, of the treatment side's cells (`treat`, one [`Runs`] per
-/// cell) against the baseline side's (`base`; `None` = the treatment side itself), judged with
-/// the equivalence band `band_pct`.
+/// cell) against the baseline side's (`base`; `None` = the treatment side itself), made as
+/// `design` says.
 pub(super) fn judge(
     metrics: &[Metric],
     treat: &[Runs<'_>],
     base: Option<&[Runs<'_>]>,
     pairs: &[Pair],
-    band_pct: f64,
+    design: Design,
 ) -> Vec<Vec<Judged>> {
+    let band_pct = design.band_pct;
     let mut out = Vec::with_capacity(metrics.len());
     let mut tests: Vec<Vec<Option<Tests>>> = Vec::with_capacity(metrics.len());
     for metric in metrics {
@@ -46,9 +77,9 @@ pub(super) fn judge(
             Some(base) => base.iter().map(|r| summary(r, metric)).collect(),
             None => t_sum.clone(),
         };
-        let t_hosts: Vec<Vec<(&str, f64)>> = treat.iter().map(|r| by_host(r, metric)).collect();
-        let b_hosts: Vec<Vec<(&str, f64)>> = match base {
-            Some(base) => base.iter().map(|r| by_host(r, metric)).collect(),
+        let t_hosts: Vec<Vec<Run<'_>>> = treat.iter().map(|r| values(r, metric)).collect();
+        let b_hosts: Vec<Vec<Run<'_>>> = match base {
+            Some(base) => base.iter().map(|r| values(r, metric)).collect(),
             None => t_hosts.clone(),
         };
         let mut row = Vec::with_capacity(treat.len());
@@ -57,6 +88,7 @@ pub(super) fn judge(
             let mine = t_sum[c].as_ref();
             let mut s = own(mine);
             let mut test = None;
+            let mut no_ratio = false;
             let against = match pair {
                 Pair::Against { at, .. } => Some(b_hosts[*at].as_slice()),
                 _ => None,
@@ -75,29 +107,43 @@ pub(super) fn judge(
                     if let (Some(b), Some(t)) = (b, mine) {
                         s.pct_change_vs_baseline = stats::pct_change(t.mean, b.mean);
                     }
-                    // Runs from several hosts: the host is a block (else Welch).
-                    let change = stats::blocked(&b_hosts[*at], &t_hosts[c])
-                        .or_else(|| b.zip(mine).and_then(|(b, t)| stats::welch(b, t)));
-                    if let (Some(b), Some(change)) = (b, change) {
-                        s.pct_change_ci95_low = change.pct_ci95.map(|p| p.0);
-                        s.pct_change_ci95_high = change.pct_ci95.map(|p| p.1);
+                    let change =
+                        stats::compare(&b_hosts[*at], &t_hosts[c], design.rounds_are_blocks);
+                    if let Some(change) = change {
+                        // The change as the model estimates it: the ratio of the means for
+                        // Welch, the within-block ratio for a blocked model.
+                        if let Some(pct) = change.pct() {
+                            s.pct_change_vs_baseline = Some(pct);
+                        }
+                        s.pct_change_ci95_low = change.pct_ci95().map(|p| p.0);
+                        s.pct_change_ci95_high = change.pct_ci95().map(|p| p.1);
                         s.welch_df = Some(change.df);
                         s.zero_variance = change.zero_variance;
                         s.p_value = (!change.zero_variance).then_some(change.p_value);
-                        let tost = stats::tost(b, &change, band_pct);
+                        s.model = change.model.to_string();
+                        s.mde_pct = change.mde_pct();
+                        let tost = stats::tost(&change, band_pct);
                         if let Some(t) = &tost {
                             s.tost_p_value = Some(t.p_value);
                             s.pct_change_ci90_low = Some(t.pct_ci90.0);
                             s.pct_change_ci90_high = Some(t.pct_ci90.1);
                         }
+                        let n = b.zip(mine).map_or(0, |(b, t)| b.n.max(t.n));
                         test = Some(Tests {
                             change,
+                            n,
                             tost,
                             q: None,
                             tost_q: None,
                         });
+                    } else if b.zip(mine).is_some_and(|(b, t)| b.n >= 2 && t.n >= 2) {
+                        // A mean that is not positive: the change is not a ratio.
+                        no_ratio = true;
                     }
                 }
+            }
+            if no_ratio {
+                s.verdict = Verdict::NoVerdict.to_string();
             }
             row.push(Judged { stats: s, hosts });
             row_tests.push(test);
@@ -113,6 +159,9 @@ pub(super) fn judge(
             }
             let t = tests[mi][c].as_ref();
             let s = &mut out[mi][c].stats;
+            if t.is_none() && s.verdict == Verdict::NoVerdict.as_str() {
+                continue;
+            }
             s.q_value = t.and_then(|t| t.q);
             s.tost_q_value = t.and_then(|t| t.tost_q);
             let evidence = Evidence {
@@ -120,7 +169,14 @@ pub(super) fn judge(
                 q: s.q_value,
                 tost_q: s.tost_q_value,
             };
-            s.verdict = stats::verdict(metric, evidence).to_string();
+            let verdict = stats::verdict(metric, evidence);
+            s.verdict = verdict.to_string();
+            if let (Verdict::Inconclusive, Some(t)) = (verdict, t) {
+                match t.change.rounds_to_equivalence(band_pct, design.limit(t.n)) {
+                    Some(k) => s.extra_rounds = Some(k),
+                    None => s.extra_rounds_cannot = true,
+                }
+            }
         }
     }
     out

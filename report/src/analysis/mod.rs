@@ -28,6 +28,16 @@ pub struct Options {
     pub exclude_suspect: bool,
     pub target_ci_pct: Option<f64>,
     pub max_repetitions: u32,
+    /// The job's run order makes each round a block (one run of every cell, close in time):
+    /// interleaved or randomized-block; not sequential or shuffled.
+    pub rounds_are_blocks: bool,
+}
+
+/// Whether a recorded run order (`interleaved`, `sequential`, `shuffled(seed=N)`,
+/// `randomized-block(seed=N)`) puts one run of every cell in each round, in a row.
+pub fn rounds_are_blocks(run_order: &str) -> bool {
+    let name = run_order.split('(').next().unwrap_or_default().trim();
+    matches!(name, "interleaved" | "randomized-block")
 }
 
 impl Options {
@@ -42,6 +52,7 @@ impl Options {
             exclude_suspect: a.exclude_suspect,
             target_ci_pct: a.target_ci_pct.filter(|t| *t > 0.0),
             max_repetitions: a.max_repetitions,
+            rounds_are_blocks: rounds_are_blocks(&export.run_order),
         }
     }
 }
@@ -126,7 +137,13 @@ fn analyse(
     let judged = |exclude_t: bool, exclude_b: bool| {
         let t = side(treat, exclude_t);
         let b = base.map(|b| side(b, exclude_b));
-        let stats = family::judge(metrics, &t, b.as_deref(), pairs, o.equivalence_pct);
+        let design = family::Design {
+            band_pct: o.equivalence_pct,
+            // Rounds of two jobs are not blocks: they ran apart.
+            rounds_are_blocks: base.is_none() && o.rounds_are_blocks,
+            max_repetitions: o.max_repetitions,
+        };
+        let stats = family::judge(metrics, &t, b.as_deref(), pairs, design);
         (t, stats)
     };
     let (runs, primary) = judged(o.exclude_suspect, base_excludes);

@@ -130,3 +130,4 @@ fn compare_matches_on_dimensions_that_vary_inside_a_job() {
 }
 
 mod family;
+mod rounds;

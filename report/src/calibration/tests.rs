@@ -77,3 +77,44 @@ fn the_simulation_is_deterministic() {
     assert_eq!(cells, [0, 1, 2, 3, 0]);
     assert!(job.cells[1].replicate && job.cells[1].baseline_cell_index == Some(0));
 }
+
+#[test]
+fn within_rounds_a_a_false_positives_stay_under_five_percent() {
+    for (k, s) in scenarios().iter().enumerate() {
+        let s = Scenario {
+            rounds_as_blocks: true,
+            ..s.clone()
+        };
+        let t = run(&s, JOBS, 2000 + k as u64);
+        assert_eq!(t.aa_other, 0, "{s:?}: {t:?}");
+        assert_eq!(t.aa_comparisons, 8 * JOBS, "{s:?}");
+        assert!(t.fpr() <= 0.05, "{s:?}: FPR {}", t.fpr());
+        assert!(t.fpr_tps() <= 0.05, "{s:?}: tps FPR {}", t.fpr_tps());
+    }
+}
+
+#[test]
+fn a_drift_between_rounds_does_not_reach_the_rounds_model() {
+    // A 2% step per round, per-run CV 1%, 10 rounds: Welch sees the drift as noise, the
+    // rounds model does not.
+    let welch = run(&Scenario::new(10, 1.0, 2.0), JOBS, 17);
+    let rounds = run(
+        &Scenario {
+            rounds_as_blocks: true,
+            ..Scenario::new(10, 1.0, 2.0)
+        },
+        JOBS,
+        17,
+    );
+    assert!(welch.power(0) <= 0.7, "welch power +3% {}", welch.power(0));
+    assert!(
+        rounds.power(0) >= 0.95,
+        "rounds power +3% {}",
+        rounds.power(0)
+    );
+    assert!(
+        rounds.equivalent_tps() >= 0.5,
+        "A/A equivalent {}",
+        rounds.equivalent_tps()
+    );
+}

@@ -29,6 +29,10 @@ fn stats_json(s: &CellStats) -> Value {
         "tost_p_value": opt(s.tost_p_value),
         "tost_q_value": opt(s.tost_q_value),
         "welch_df": opt(s.welch_df),
+        "model": if s.model.is_empty() { Value::Null } else { json!(s.model) },
+        "mde_pct": opt(s.mde_pct),
+        "extra_rounds": s.extra_rounds,
+        "extra_rounds_cannot": s.extra_rounds_cannot,
         "zero_variance": s.zero_variance,
         "verdict": s.verdict,
     })
@@ -82,6 +86,10 @@ pub fn cell_json(c: &CellResult) -> Value {
         "tost_p_value": opt(c.tost_p_value),
         "tost_q_value": opt(c.tost_q_value),
         "welch_df": opt(c.welch_df),
+        "model": text(&c.model),
+        "mde_pct": opt(c.mde_pct),
+        "extra_rounds": c.extra_rounds,
+        "extra_rounds_cannot": c.extra_rounds_cannot,
         "zero_variance": c.zero_variance,
         "verdict": c.verdict,
         "runs_suspect": c.runs_suspect,
@@ -113,7 +121,7 @@ pub fn csv_field(v: &str) -> String {
 
 /// CSV columns, in order: the keys of [`cell_json`] except `dims`, with `all_runs`'s fields
 /// flattened as `all_runs_<field>`.
-const CSV_COLUMNS: [&str; 47] = [
+const CSV_COLUMNS: [&str; 51] = [
     "cell",
     "cell_index",
     "block_size_kb",
@@ -152,6 +160,10 @@ const CSV_COLUMNS: [&str; 47] = [
     "tost_p_value",
     "tost_q_value",
     "welch_df",
+    "model",
+    "mde_pct",
+    "extra_rounds",
+    "extra_rounds_cannot",
     "zero_variance",
     "verdict",
     "runs_suspect",

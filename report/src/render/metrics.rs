@@ -99,7 +99,7 @@ pub fn metric_table(by_metric: &[MetricResults], title: &str) -> String {
         t.add_row(r);
     }
     format!(
-        "\n{title}; each entry: mean, % change, Welch p-value, Benjamini-Hochberg q-value, and \
+        "\n{title}; each entry: mean, % change, p-value, Benjamini-Hochberg q-value, and \
          the verdict unless inconclusive (counts, shares and sizes: the CI of the change, no \
          verdict)\n{t}\n"
     )

@@ -66,9 +66,12 @@ pub fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
 pub(crate) fn notes(cells: &[CellResult], metric: &Metric) -> String {
     let band = table::band(cells).unwrap_or(crate::stats::DEFAULT_EQUIVALENCE_PCT);
     let mut out = format!(
-        "metric: {metric} ({}); 95% CI: Student t; change: Welch's t-test; q: Benjamini-Hochberg \
-         across the job's comparisons; faster/slower: q < 0.05 and the CI excludes 0; equivalent: \
-         TOST q < 0.05 (90% CI inside ±{band:.1}%); otherwise inconclusive\n",
+        "metric: {metric} ({}); 95% CI: Student t; change: a ratio on the log scale, within \
+         rounds (model rounds, rounds+hosts), hosts or Welch's test with the delta method; q: \
+         Benjamini-Hochberg across the job's comparisons; faster/slower: q < 0.05 and the CI \
+         excludes 0; equivalent: TOST q < 0.05 (90% CI inside ±{band:.1}%); otherwise \
+         inconclusive; MDE: the smallest change found at 80% power; rounds to equivalence: more \
+         rounds that would fit the 90% CI in the band at the observed variance\n",
         if metric.is_descriptive() {
             "a count, share or size: no verdict"
         } else if metric.higher_is_better() {

@@ -17,6 +17,15 @@ fn change(c: &CellResult, s_pct: Option<f64>) -> String {
     }
 }
 
+/// The more rounds an inconclusive comparison would need to show equivalence.
+fn more_rounds(c: &CellResult) -> String {
+    match (c.extra_rounds, c.extra_rounds_cannot) {
+        (Some(k), _) => format!("+{k}"),
+        (None, true) => "cannot".into(),
+        (None, false) => "-".into(),
+    }
+}
+
 fn interval(low: Option<f64>, high: Option<f64>) -> String {
     match (low, high) {
         (Some(l), Some(h)) => format!("[{}, {}]", pct(l), pct(h)),
@@ -84,10 +93,17 @@ fn human_row(c: &CellResult, metric: &Metric, k: Columns) -> Vec<String> {
     row.extend([
         change(c, c.pct_change_vs_baseline),
         interval(c.pct_change_ci95_low, c.pct_change_ci95_high),
+        if c.model.is_empty() {
+            "-".into()
+        } else {
+            c.model.clone()
+        },
+        or_dash(c.mde_pct.map(|m| format!("{m:.2}%"))),
         or_dash(c.p_value.map(p_value)),
         or_dash(c.q_value.map(p_value)),
         or_dash(c.tost_q_value.map(p_value)),
         c.verdict.clone(),
+        more_rounds(c),
     ]);
     if !k.compare {
         row.push(if c.compared_on.is_empty() {
@@ -140,6 +156,8 @@ fn header(metric: &Metric, band: Option<f64>, k: Columns) -> Vec<String> {
             "% change vs baseline"
         },
         "95% CI of change",
+        "model",
+        "MDE (80%)",
         "p-value",
         "q-value",
     ]));
@@ -148,6 +166,7 @@ fn header(metric: &Metric, band: Option<f64>, k: Columns) -> Vec<String> {
         None => "TOST q".into(),
     });
     h.push("verdict".into());
+    h.push("rounds to equivalence".into());
     if !k.compare {
         h.push("compared on".into());
     }

@@ -360,3 +360,57 @@ fn host_warnings_are_named_under_the_table() {
     };
     assert!(!render_results(&quiet, Format::Table).contains("warnings on"));
 }
+
+#[test]
+fn the_model_the_mde_and_the_rounds_to_equivalence_are_shown() {
+    let mut cells = judged_cells();
+    cells[1].model = "rounds".into();
+    cells[1].mde_pct = Some(0.4321);
+    cells[1].verdict = "inconclusive".into();
+    cells[1].extra_rounds = Some(12);
+    let mut cannot = cells[1].clone();
+    cannot.label = "bs=16K".into();
+    cannot.model = "welch".into();
+    cannot.extra_rounds = None;
+    cannot.extra_rounds_cannot = true;
+    cells.push(cannot);
+    let (head, rows) = table_rows(&cells, false);
+    let col = |name: &str| {
+        head.iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no {name} in {head:?}"))
+    };
+    assert_eq!(rows[0][col("model")], "-");
+    assert_eq!(rows[1][col("model")], "rounds");
+    assert_eq!(rows[1][col("MDE (80%)")], "0.43%");
+    assert_eq!(rows[1][col("rounds to equivalence")], "+12");
+    assert_eq!(rows[2][col("rounds to equivalence")], "cannot");
+    assert_eq!(rows[0][col("rounds to equivalence")], "-");
+    let r = QueryResults {
+        job_id: "j".into(),
+        cells,
+        ..Default::default()
+    };
+    let json: serde_json::Value =
+        serde_json::from_str(&render_results(&r, Format::Json)).expect("json");
+    let c = &json["cells"];
+    assert_eq!(c[0]["model"], serde_json::Value::Null);
+    assert_eq!(c[1]["model"], "rounds");
+    assert_eq!(c[1]["mde_pct"], 0.4321);
+    assert_eq!(c[1]["extra_rounds"], 12);
+    assert_eq!(c[1]["extra_rounds_cannot"], false);
+    assert_eq!(c[2]["extra_rounds"], serde_json::Value::Null);
+    assert_eq!(c[2]["extra_rounds_cannot"], true);
+    let csv = render_results(&r, Format::Csv);
+    let lines: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    let at = |name: &str| {
+        lines[0]
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("no {name} in {csv}"))
+    };
+    assert_eq!(lines[2][at("model")], "rounds");
+    assert_eq!(lines[2][at("mde_pct")], "0.4321");
+    assert_eq!(lines[2][at("extra_rounds")], "12");
+    assert_eq!(lines[3][at("extra_rounds_cannot")], "true");
+}

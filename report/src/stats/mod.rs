@@ -5,33 +5,33 @@
 //! - A cell's summary over its repetitions: n, mean, sample standard deviation (n-1),
 //!   coefficient of variation (stddev / mean) and the 95% confidence interval of the mean,
 //!   `mean ± t(0.975, n-1) · stddev / √n` (Student t).
-//! - Against the baseline: Welch's unequal-variance t-test. The difference of means
-//!   `d = mean_t - mean_b` has standard error `se = √(s_t²/n_t + s_b²/n_b)` and
-//!   Welch–Satterthwaite degrees of freedom; the two-sided p-value is `2·(1 - T_df(|d/se|))`
-//!   and the 95% CI of the difference is `d ± t(0.975, df)·se`. The % change is
-//!   `100·d / mean_b` and its CI is the CI of the difference divided by `mean_b`: this treats
-//!   the baseline mean as exact, which understates the interval when the baseline itself is
-//!   noisy (Fieller's interval would not); it is the usual approximation and is fine when
-//!   the baseline's CV is small, which the table shows.
-//! - A job run on several database hosts (`placement.db_hosts`): the host is a block, and the
-//!   change is estimated within hosts by the additive model `y = μ + cell + host + ε`
-//!   ([`blocked()`]); its se and df replace Welch's in the test, the CIs and the equivalence
-//!   test.
-//! - Equivalence: two one-sided tests against `±band·mean_b/100` on the difference, with the
-//!   same se and df ([`tost`]).
+//! - Against the baseline, as a ratio on the log scale ([`ratio`]): the change is
+//!   `Δ = ln(level_t / level_b)`, shown as `100·(exp(Δ) - 1)` %, so no interval passes -100%.
+//!   The model ([`Model`]) is chosen by the design: in a job whose run order makes every round
+//!   a block (interleaved, randomized-block) and with at least 2 rounds holding both cells,
+//!   `ln y ~ cell + round` (`+ host` when the runs come from several database hosts); with
+//!   several hosts only, `ln y ~ cell + host`; otherwise Welch's comparison with the delta
+//!   method (`se(ln mean) ≈ s/(√n·mean)`). A blocked model that cannot separate the cell from
+//!   the blocks, or leaves no residual degree of freedom, falls back to Welch. The t-test,
+//!   the 95% CI and the equivalence test use the model's `se` and `df`.
+//! - Equivalence: two one-sided tests of `Δ` against `(ln(1 - band/100), ln(1 + band/100))`
+//!   ([`tost`]): equivalent when the 90% CI of the % change lies inside `±band` %.
+//! - Power: the minimum detectable change at 80% power and the rounds an inconclusive
+//!   comparison would need ([`Ratio::mde_pct`], [`Ratio::rounds_to_equivalence`]).
 //! - Many comparisons: Benjamini–Hochberg q-values across a job's family ([`fdr`]).
 //! - Verdict: [`verdict`] (faster, slower, equivalent, inconclusive, ...).
 //! - Suspect runs: see [`SUSPECT_RULE`] and [`select_runs`].
 
-mod blocked;
 pub mod fdr;
+mod linear;
 mod metric;
+pub mod ratio;
 pub mod tost;
 mod verdict;
 mod welch;
 
-pub use blocked::blocked;
 pub use metric::{DESCRIPTIVE_UNITS, Metric, StatsError};
+pub use ratio::{MAX_EXTRA_ROUNDS, Model, POWER, Ratio, Run, compare, delta, log_band, pct_of_log};
 pub use tost::{Tost, tost};
 pub use verdict::{Evidence, Verdict, verdict};
 pub use welch::{

@@ -33,7 +33,7 @@ const L0: [f64; 4] = [2.41, 2.47, 2.39, 2.44];
 const L1: [f64; 3] = [2.30, 2.33, 2.28];
 
 /// The verdict of a single comparison (a family of one: q = p), without an equivalence test.
-fn judged(metric: &Metric, c: &Change) -> Verdict {
+fn judged(metric: &Metric, c: &Ratio) -> Verdict {
     verdict(
         metric,
         Evidence {
@@ -151,8 +151,10 @@ struct WelchRef {
     pct_ci: (f64, f64),
 }
 
+/// Pins Welch's test on the raw scale (what scaling uses) and returns the comparison the
+/// verdict is made from: the same runs as a ratio ([`delta`]).
 #[track_caller]
-fn check_welch(base: &[f64], treat: &[f64], r: &WelchRef) -> Change {
+fn check_welch(base: &[f64], treat: &[f64], r: &WelchRef) -> Ratio {
     let b = summarize(base).expect("base");
     let t = summarize(treat).expect("treat");
     let c = welch(&b, &t).expect("both have >= 2 runs");
@@ -163,7 +165,7 @@ fn check_welch(base: &[f64], treat: &[f64], r: &WelchRef) -> Change {
     assert_pair(c.diff_ci95, r.ci);
     assert_close(c.pct.expect("pct"), r.pct);
     assert_pair(c.pct_ci95.expect("pct ci"), r.pct_ci);
-    c
+    delta(&b, &t).expect("a ratio")
 }
 
 #[test]
@@ -246,26 +248,30 @@ fn verdict_edges() {
         Verdict::InsufficientData
     );
     // A q-value just under ALPHA with a CI that still touches zero is not significant.
-    let c = Change {
-        diff: 1.0,
-        se: 0.5,
-        diff_ci95: (0.0, 2.0),
+    let c = Ratio {
+        model: Model::Welch,
+        log_ratio: 0.01,
+        se: 0.005,
         df: 4.0,
         t: 2.0,
         p_value: 0.049,
+        log_ci95: (0.0, 0.02),
         zero_variance: false,
-        pct: Some(1.0),
-        pct_ci95: Some((0.0, 2.0)),
+        identical: false,
+        growth: ratio::Growth::Blocked {
+            rounds: 5.0,
+            df_per_round: 1.0,
+        },
     };
     assert_eq!(judged(&Metric::Tps, &c), Verdict::Inconclusive);
-    let c = Change {
+    let c = Ratio {
         p_value: 0.05,
-        diff_ci95: (0.5, 1.5),
+        log_ci95: (0.005, 0.015),
         ..c
     };
     assert_eq!(judged(&Metric::Tps, &c), Verdict::Inconclusive);
     // The q-value decides, not p: p = 0.01 but q = 0.06 across the family.
-    let c = Change { p_value: 0.01, ..c };
+    let c = Ratio { p_value: 0.01, ..c };
     let e = |q: Option<f64>, tost_q: Option<f64>| Evidence {
         change: Some(&c),
         q,
@@ -300,9 +306,11 @@ fn verdict_edges() {
     let c = welch(&a, &b).expect("n >= 2");
     assert!(c.zero_variance && c.p_value.is_nan());
     assert_eq!((c.diff_ci95, c.df), ((2.0, 2.0), 3.0));
+    let c = delta(&a, &b).expect("n >= 2");
+    assert_eq!(c.df, 3.0);
     assert_eq!(judged(&Metric::Tps, &c).as_str(), "differs, zero variance");
-    assert_eq!(tost(&a, &c, 2.0), None);
-    let c = welch(&a, &a).expect("n >= 2");
+    assert_eq!(tost(&c, 2.0), None);
+    let c = delta(&a, &a).expect("n >= 2");
     assert!(c.zero_variance);
     assert_eq!(
         judged(&Metric::Tps, &c).as_str(),
@@ -313,7 +321,9 @@ fn verdict_edges() {
     let z = summarize(&[0.0, 0.0]).expect("z");
     let c = welch(&z, &b).expect("n >= 2");
     assert_eq!((c.pct, c.pct_ci95), (None, None));
-    assert_eq!(tost(&z, &c, 2.0), None);
+    let c = delta(&z, &b).expect("n >= 2");
+    assert_eq!((c.pct(), c.pct_ci95()), (None, None));
+    assert_eq!(tost(&c, 2.0), None);
 }
 
 #[test]

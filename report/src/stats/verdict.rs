@@ -1,7 +1,8 @@
 //! What a comparison says, in plain words, from its tests and their q-values.
 
 use super::metric::Metric;
-use super::welch::{ALPHA, Change};
+use super::ratio::Ratio;
+use super::welch::ALPHA;
 
 /// The verdict of a cell against its baseline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,9 +51,9 @@ impl std::fmt::Display for Verdict {
 /// job's family (`None` when the comparison is not in the family).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Evidence<'a> {
-    /// Welch's comparison; `None` when either side has fewer than 2 runs.
-    pub change: Option<&'a Change>,
-    /// Benjamini–Hochberg q-value of Welch's p-value.
+    /// The comparison on the log scale; `None` when either side has fewer than 2 runs.
+    pub change: Option<&'a Ratio>,
+    /// Benjamini–Hochberg q-value of the comparison's p-value.
     pub q: Option<f64>,
     /// Benjamini–Hochberg q-value of the TOST p-value.
     pub tost_q: Option<f64>,
@@ -62,14 +63,14 @@ pub struct Evidence<'a> {
 /// variance on both sides; no verdict for a descriptive metric; equivalent when the TOST
 /// q-value is below ALPHA (a change shown to be inside the band is not one the band counts,
 /// even when it is also significant); faster or slower when the q-value is below ALPHA and
-/// the 95% CI of the difference excludes 0; otherwise inconclusive.
+/// the 95% CI of the change excludes 0; otherwise inconclusive.
 pub fn verdict(metric: &Metric, e: Evidence<'_>) -> Verdict {
     let Some(c) = e.change else {
         return Verdict::InsufficientData;
     };
     if c.zero_variance {
         return Verdict::ZeroVariance {
-            identical: c.diff == 0.0,
+            identical: c.identical,
         };
     }
     if metric.is_descriptive() {
@@ -78,9 +79,8 @@ pub fn verdict(metric: &Metric, e: Evidence<'_>) -> Verdict {
     if e.tost_q.is_some_and(|q| q < ALPHA) {
         return Verdict::Equivalent;
     }
-    let excludes_zero = c.diff_ci95.0 > 0.0 || c.diff_ci95.1 < 0.0;
-    if e.q.is_some_and(|q| q < ALPHA) && excludes_zero {
-        if (c.diff > 0.0) == metric.higher_is_better() {
+    if e.q.is_some_and(|q| q < ALPHA) && c.excludes_zero() {
+        if (c.log_ratio > 0.0) == metric.higher_is_better() {
             Verdict::Faster
         } else {
             Verdict::Slower

@@ -1,6 +1,7 @@
 //! A job's family of comparisons end to end: q-values, TOST, verdicts, the plan's baselines,
 //! suspect runs, adaptive repetitions. Expected values: `report/tests/reference/stats_reference.py`
-//! (SciPy 1.17.1, statsmodels 0.15.0), sections `family_job` and `planned_job`.
+//! (SciPy 1.17.1, statsmodels 0.15.0), sections `family_job` and `planned_job` (Welch with the
+//! delta method), and `balanced` (rounds as blocks).
 
 use super::super::*;
 use blocklab_measure::Metric as WorkloadMetric;
@@ -9,7 +10,7 @@ use blocklab_measure::Metric as WorkloadMetric;
 fn rel(got: Option<f64>, want: f64) {
     let got = got.expect("a value");
     assert!(
-        (got - want).abs() <= 1e-6 * want.abs(),
+        (got - want).abs() <= 1e-9 * want.abs(),
         "got {got}, want {want}"
     );
 }
@@ -95,25 +96,44 @@ fn q_values_and_verdicts_across_the_job_family() {
     let tps = get("tps");
     let lat = get("latency_avg_ms");
     // The family: 16K and 32K x tps and latency_avg_ms (the other columns are 0 in every run).
-    rel(tps[1].p_value, 0.010_924_525_393_129_905);
-    rel(tps[1].q_value, 0.025_785_163_710_256_288);
-    rel(tps[1].tost_p_value, 0.979_815_093_837_869_6);
-    rel(tps[1].tost_q_value, 0.979_815_093_837_869_6);
+    // Welch with the delta method (the runs' order is not recorded: rounds are not blocks).
+    assert_eq!(tps[1].model, "welch");
+    rel(tps[1].p_value, 0.011_992_552_756_674_5);
+    rel(tps[1].q_value, 0.023_985_105_513_349);
+    rel(tps[1].tost_p_value, 0.977_960_402_541_466_7);
+    rel(tps[1].tost_q_value, 0.979_742_552_932_408_5);
+    rel(tps[1].pct_change_vs_baseline, 5.791_965_372_649_843);
+    rel(tps[1].pct_change_ci95_low, 2.167_516_388_677_054_5);
+    rel(tps[1].pct_change_ci95_high, 9.544_993_683_024_632);
+    rel(tps[1].mde_pct, 4.742_879_575_777_506);
+    assert_eq!(
+        (tps[1].extra_rounds, tps[1].extra_rounds_cannot),
+        (None, false)
+    );
     assert_eq!(tps[1].verdict, "faster");
-    rel(lat[1].p_value, 0.012_892_581_855_128_144);
-    rel(lat[1].q_value, 0.025_785_163_710_256_288);
-    rel(lat[1].tost_p_value, 0.977_489_355_314_852_5);
+    rel(lat[1].p_value, 0.011_463_672_020_495_582);
+    rel(lat[1].q_value, 0.023_985_105_513_349);
+    rel(lat[1].tost_p_value, 0.979_742_552_932_408_5);
+    rel(lat[1].pct_change_ci95_low, -8.888_857_337_727_74);
+    rel(lat[1].mde_pct, 4.750_747_314_176_801);
     assert_eq!(lat[1].verdict, "faster");
-    rel(tps[2].p_value, 0.824_353_241_542_476_4);
-    rel(tps[2].q_value, 0.860_399_658_110_482_8);
-    rel(tps[2].tost_p_value, 0.105_517_560_728_755_33);
-    rel(tps[2].tost_q_value, 0.211_035_121_457_510_66);
-    rel(tps[2].pct_change_ci90_low, -2.476_945_781_907_896);
-    rel(tps[2].pct_change_ci90_high, 2.980_124_464_445_415);
+    rel(tps[2].p_value, 0.824_551_396_977_567_1);
+    rel(tps[2].q_value, 0.860_282_169_500_786_6);
+    rel(tps[2].tost_p_value, 0.107_287_388_168_514_17);
+    rel(tps[2].tost_q_value, 0.214_574_776_337_028_34);
+    rel(tps[2].pct_change_ci90_low, -2.447_316_909_679_036_4);
+    rel(tps[2].pct_change_ci90_high, 3.025_163_912_150_588);
+    rel(tps[2].mde_pct, 5.061_172_721_452_031_5);
     assert_eq!(tps[2].verdict, "inconclusive");
-    rel(lat[2].q_value, 0.860_399_658_110_482_8);
-    rel(lat[2].tost_q_value, 0.211_035_121_457_510_66);
+    // Two more rounds would show it inside ±2% (up to 1000, the job sets no maximum).
+    assert_eq!(
+        (tps[2].extra_rounds, tps[2].extra_rounds_cannot),
+        (Some(2), false)
+    );
+    rel(lat[2].q_value, 0.860_282_169_500_786_6);
+    rel(lat[2].tost_q_value, 0.214_574_776_337_028_34);
     assert_eq!(lat[2].verdict, "inconclusive");
+    assert_eq!(lat[2].extra_rounds, Some(2));
     assert!(tps.iter().all(|c| c.equivalence_pct == 2.0));
     assert_eq!(tps[0].verdict, "baseline");
     assert_eq!((tps[0].q_value, tps[0].p_value), (None, None));
@@ -186,19 +206,21 @@ fn baselines_from_the_plan_and_an_a_a_replicate() {
     );
     assert_eq!(aa.baseline_cell_index, Some(1));
     assert_eq!(aa.equivalence_pct, 2.0);
-    rel(aa.p_value, 0.906_363_295_694_756_3);
-    rel(aa.q_value, 0.906_363_295_694_756_3);
-    rel(aa.tost_p_value, 2.573_775_762_239_083_7e-10);
-    rel(aa.tost_q_value, 5.147_551_524_478_167e-10);
+    rel(aa.p_value, 0.906_362_501_271_662_5);
+    rel(aa.q_value, 0.906_362_501_271_662_5);
+    rel(aa.tost_p_value, 2.570_521_021_816_731_5e-10);
+    rel(aa.tost_q_value, 5.141_042_043_633_463e-10);
+    rel(aa.mde_pct, 0.258_250_902_908_790_16);
     assert_eq!(aa.verdict, "equivalent");
     // 16K: +4.2%, far outside the band.
     let c = &r[0];
     assert_eq!((c.compared_on.as_str(), c.replicate), ("page size", false));
-    rel(c.p_value, 8.941_468_116_353_689e-10);
-    rel(c.q_value, 1.788_293_623_270_737_7e-9);
-    rel(c.tost_p_value, 0.999_999_924_168_727_1);
-    rel(c.pct_change_ci90_low, 3.927_840_373_623_604_3);
-    rel(c.pct_change_ci90_high, 4.399_941_105_390_379);
+    rel(c.p_value, 5.546_162_874_864_125e-10);
+    rel(c.q_value, 1.109_232_574_972_825e-9);
+    rel(c.tost_p_value, 0.999_999_942_257_539_9);
+    rel(c.pct_change_ci90_low, 3.926_405_962_535_022);
+    rel(c.pct_change_ci90_high, 4.401_918_198_762_38);
+    rel(c.mde_pct, 0.392_848_230_029_411_7);
     assert_eq!(c.verdict, "faster");
     // The held-constant line comes from crate::held for each compared cell.
     assert_eq!(

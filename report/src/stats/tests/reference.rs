@@ -1,6 +1,6 @@
 //! TOST and Benjamini–Hochberg pinned to statsmodels 0.15.0 and SciPy 1.17.1: the values
-//! printed by `report/tests/reference/stats_reference.py`
-//! (`ttost_ind(treat, base, -δ, δ, usevar="unequal")` with `δ = band·mean_b/100`,
+//! printed by `report/tests/reference/stats_reference.py` (the TOST of the change on the log
+//! scale, `log_tost`, from the delta-method comparison `delta_ratio` with `scipy.stats.t`;
 //! `false_discovery_control(p, method="bh")`, which the script checks against
 //! `multipletests(p, method="fdr_bh")`).
 
@@ -29,22 +29,23 @@ struct TostRef {
 }
 
 #[track_caller]
-fn check_tost(base: &[f64], treat: &[f64], band: f64, r: &TostRef) -> (Change, Tost) {
+fn check_tost(base: &[f64], treat: &[f64], band: f64, r: &TostRef) -> (Ratio, Tost) {
     let b = summarize(base).expect("base");
     let t = summarize(treat).expect("treat");
-    let c = welch(&b, &t).expect("n >= 2");
-    let x = tost(&b, &c, band).expect("a test");
-    rel(x.p_value, r.p, 1e-6);
-    rel(x.p_lower, r.p_lower, 1e-6);
-    rel(x.p_upper, r.p_upper, 1e-6);
+    let c = delta(&b, &t).expect("n >= 2");
+    let x = tost(&c, band).expect("a test");
+    rel(x.p_value, r.p, 1e-9);
+    rel(x.p_lower, r.p_lower, 1e-9);
+    rel(x.p_upper, r.p_upper, 1e-9);
     rel(c.df, r.df, 1e-10);
-    rel(x.pct_ci90.0, r.pct_ci90.0, 1e-7);
-    rel(x.pct_ci90.1, r.pct_ci90.1, 1e-7);
-    rel(x.bound, band * b.mean / 100.0, 1e-12);
+    rel(x.pct_ci90.0, r.pct_ci90.0, 1e-9);
+    rel(x.pct_ci90.1, r.pct_ci90.1, 1e-9);
+    rel(x.bounds.0, (1.0 - band / 100.0).ln(), 1e-12);
+    rel(x.bounds.1, (1.0 + band / 100.0).ln(), 1e-12);
     (c, x)
 }
 
-fn judged(c: &Change, x: &Tost) -> Verdict {
+fn judged(c: &Ratio, x: &Tost) -> Verdict {
     verdict(
         &Metric::Tps,
         Evidence {
@@ -56,18 +57,18 @@ fn judged(c: &Change, x: &Tost) -> Verdict {
 }
 
 #[test]
-fn tost_matches_statsmodels() {
-    // Same means, n = 3 at CV 1.7-3.2%: the 90% CI (-4.9%, +4.9%) is not inside ±2%.
+fn tost_on_the_log_scale_matches_the_reference() {
+    // Same means, n = 3 at CV 1.7-3.2%: the 90% CI (-4.8%, +5.0%) is not inside ±2%.
     let (c, x) = check_tost(
         &A,
         &C,
         2.0,
         &TostRef {
-            p: 0.207_848_610_145_489_08,
-            p_lower: 0.207_848_610_145_489_08,
-            p_upper: 0.202_816_136_171_464_24,
-            df: 3.031_013_332_440_436_7,
-            pct_ci90: (-4.947_335_955_943_162, 4.898_641_244_729_821),
+            p: 0.205_784_032_503_216_56,
+            p_lower: 0.205_784_032_503_216_56,
+            p_upper: 0.204_885_820_457_897_36,
+            df: 3.030_583_138_840_613,
+            pct_ci90: (-4.828_112_480_270_288, 5.021_886_001_791_612_5),
         },
     );
     assert_eq!(judged(&c, &x), Verdict::Inconclusive);
@@ -77,11 +78,11 @@ fn tost_matches_statsmodels() {
         &C,
         10.0,
         &TostRef {
-            p: 0.008_654_243_810_720_691,
-            p_lower: 0.008_654_243_810_720_691,
-            p_upper: 0.008_539_439_601_271_52,
-            df: 3.031_013_332_440_436_7,
-            pct_ci90: (-4.947_335_955_943_162, 4.898_641_244_729_821),
+            p: 0.009_741_366_091_523_401,
+            p_lower: 0.007_498_859_078_868_29,
+            p_upper: 0.009_741_366_091_523_401,
+            df: 3.030_583_138_840_613,
+            pct_ci90: (-4.828_112_480_270_288, 5.021_886_001_791_612_5),
         },
     );
     assert_eq!(judged(&c, &x), Verdict::Equivalent);
@@ -91,33 +92,33 @@ fn tost_matches_statsmodels() {
         &F,
         2.0,
         &TostRef {
-            p: 2.573_775_762_239_083_7e-10,
-            p_lower: 2.573_775_762_239_083_7e-10,
-            p_upper: 2.337_931_918_540_815e-10,
-            df: 9.764_082_937_953_889,
-            pct_ci90: (-0.160_403_634_606_218_84, 0.140_416_959_056_603_45),
+            p: 2.570_521_021_816_731_5e-10,
+            p_lower: 2.334_620_413_206_010_6e-10,
+            p_upper: 2.570_521_021_816_731_5e-10,
+            df: 9.764_371_906_327_733,
+            pct_ci90: (-0.160_281_430_380_801_5, 0.140_520_982_540_099_23),
         },
     );
-    // welch E,F: t=-0.12071677124607307 p=0.9063632956947563
-    rel(c.t, -0.120_716_771_246_073_07, 1e-9);
-    rel(c.p_value, 0.906_363_295_694_756_3, 1e-9);
+    // delta E,F: t=-0.12071770853968743 p=0.9063625012716625
+    rel(c.t, -0.120_717_708_539_687_43, 1e-9);
+    rel(c.p_value, 0.906_362_501_271_662_5, 1e-9);
     assert_eq!(judged(&c, &x), Verdict::Equivalent);
-    // +1.3%, precisely measured: significant (p = 1.9e-7) and inside ±2%, so equivalent ...
+    // +1.3%, precisely measured: significant (p = 1.8e-7) and inside ±2%, so equivalent ...
     let (c, x) = check_tost(
         &E,
         &G,
         2.0,
         &TostRef {
-            p: 2.150_531_759_600_384_6e-5,
-            p_lower: 1.530_728_119_214_987_6e-11,
-            p_upper: 2.150_531_759_600_384_6e-5,
-            df: 9.616_047_871_014_585,
-            pct_ci90: (1.118_102_292_105_007_2, 1.480_165_529_347_358),
+            p: 2.254_737_988_100_179_7e-5,
+            p_lower: 1.260_249_699_006_236_3e-11,
+            p_upper: 2.254_737_988_100_179_7e-5,
+            df: 9.660_737_943_001_077,
+            pct_ci90: (1.117_409_994_973_703_3, 1.481_184_412_984_074_5),
         },
     );
-    // welch E,G: t=13.059630004715311 p=1.9493516177440585e-07
-    rel(c.t, 13.059_630_004_715_311, 1e-9);
-    rel(c.p_value, 1.949_351_617_744_058_5e-7, 1e-6);
+    // delta E,G: t=13.075868130693292 p=1.8399149618332702e-07
+    rel(c.t, 13.075_868_130_693_292, 1e-9);
+    rel(c.p_value, 1.839_914_961_833_270_2e-7, 1e-9);
     assert_eq!(judged(&c, &x), Verdict::Equivalent);
     // ... and outside ±1%: faster.
     let (c, x) = check_tost(
@@ -125,11 +126,11 @@ fn tost_matches_statsmodels() {
         &G,
         1.0,
         &TostRef {
-            p: 0.993_124_508_030_844_7,
-            p_lower: 4.738_032_957_308_695e-10,
-            p_upper: 0.993_124_508_030_844_7,
-            df: 9.616_047_871_014_585,
-            pct_ci90: (1.118_102_292_105_007_2, 1.480_165_529_347_358),
+            p: 0.993_029_188_171_586,
+            p_lower: 4.161_464_355_362_128_5e-10,
+            p_upper: 0.993_029_188_171_586,
+            df: 9.660_737_943_001_077,
+            pct_ci90: (1.117_409_994_973_703_3, 1.481_184_412_984_074_5),
         },
     );
     assert_eq!(judged(&c, &x), Verdict::Faster);

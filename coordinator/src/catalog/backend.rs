@@ -275,6 +275,27 @@ pub(super) async fn begin_write(
     })
 }
 
+/// Rows per multi-row INSERT: well under SQLite's 32 766 and PostgreSQL's 65 535 bound
+/// parameters at eight columns.
+pub(crate) const ROWS_PER_INSERT: usize = 500;
+
+/// `($1, $2), ($3, $4), ...`: the VALUES of a multi-row INSERT of `rows` rows of `cols`
+/// columns, numbered as both backends read them.
+pub(crate) fn values_placeholders(rows: usize, cols: usize) -> String {
+    let mut out = String::with_capacity(rows * cols * 5);
+    for r in 0..rows {
+        out.push_str(if r == 0 { "(" } else { ", (" });
+        for c in 0..cols {
+            if c > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(&format!("${}", r * cols + c + 1));
+        }
+        out.push(')');
+    }
+    out
+}
+
 /// A flag as the catalog stores it: 0 or 1 in an integer column on both backends.
 pub(crate) fn flag(b: bool) -> i64 {
     i64::from(b)
@@ -288,6 +309,12 @@ pub(crate) fn opt_flag(b: Option<bool>) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn multi_row_placeholders_are_numbered_in_order() {
+        assert_eq!(values_placeholders(1, 2), "($1, $2)");
+        assert_eq!(values_placeholders(3, 2), "($1, $2), ($3, $4), ($5, $6)");
+    }
 
     /// No form of a catalog URL shows its password: in the userinfo (with `@` or `:` in it)
     /// or as a query parameter.

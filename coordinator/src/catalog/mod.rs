@@ -31,6 +31,10 @@ mod user_load;
 
 pub(crate) use backend::{flag, opt_flag};
 
+/// Changes of a host's facts kept (a row is written only when the facts differ from the
+/// last row); older ones are removed.
+pub const FACTS_KEPT_PER_HOST: usize = 100;
+
 /// Handle to the catalog; cheap to clone.
 #[derive(Clone)]
 pub struct Catalog {
@@ -151,6 +155,16 @@ impl Catalog {
             .bind(&h.host_id)
             .bind(&now)
             .bind(&h.facts_json)
+            .execute(&mut *tx)
+            .await?;
+            // A host's facts history is bounded: the newest changes are kept.
+            sqlx::query(
+                "DELETE FROM host_facts WHERE host_id = $1 AND seen_at NOT IN
+                   (SELECT seen_at FROM host_facts WHERE host_id = $2 ORDER BY seen_at DESC LIMIT $3)",
+            )
+            .bind(&h.host_id)
+            .bind(&h.host_id)
+            .bind(i64::try_from(FACTS_KEPT_PER_HOST).unwrap_or(i64::MAX))
             .execute(&mut *tx)
             .await?;
         }

@@ -448,15 +448,22 @@ async fn insert_result(
     .execute(&mut **tx)
     .await?;
     super::user_load::insert_statements(tx, run_id, &r.statements).await?;
-    for s in &r.samples {
-        sqlx::query("INSERT INTO run_samples (run_id, second, transactions, latency_avg_ms, failures) VALUES ($1, $2, $3, $4, $5)")
-            .bind(run_id)
-            .bind(i64::from(s.second))
-            .bind(i64::try_from(s.transactions).unwrap_or(i64::MAX))
-            .bind(s.latency_avg_ms)
-            .bind(i64::try_from(s.failures).unwrap_or(i64::MAX))
-            .execute(&mut **tx)
-            .await?;
+    // Many rows per statement: a run of hours has thousands of samples.
+    for chunk in r.samples.chunks(super::backend::ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO run_samples (run_id, second, transactions, latency_avg_ms, failures) VALUES {}",
+            super::backend::values_placeholders(chunk.len(), 5)
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for s in chunk {
+            q = q
+                .bind(run_id)
+                .bind(i64::from(s.second))
+                .bind(i64::try_from(s.transactions).unwrap_or(i64::MAX))
+                .bind(s.latency_avg_ms)
+                .bind(i64::try_from(s.failures).unwrap_or(i64::MAX));
+        }
+        q.execute(&mut **tx).await?;
     }
     Ok(())
 }

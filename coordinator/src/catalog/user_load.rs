@@ -34,18 +34,24 @@ pub(super) async fn insert_statements(
     run_id: &str,
     statements: &[Statement],
 ) -> Result<(), CatalogError> {
-    for s in statements {
-        sqlx::query("INSERT INTO run_statements (run_id, script_index, script, position, command, count, latency_avg_ms, failures) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
-            .bind(run_id)
-            .bind(i64::from(s.script_index))
-            .bind(&s.script)
-            .bind(i64::from(s.position))
-            .bind(&s.command)
-            .bind(i64::try_from(s.count).unwrap_or(i64::MAX))
-            .bind(s.latency_avg_ms())
-            .bind(i64::try_from(s.failures).unwrap_or(i64::MAX))
-            .execute(&mut **tx)
-            .await?;
+    for chunk in statements.chunks(super::backend::ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO run_statements (run_id, script_index, script, position, command, count, latency_avg_ms, failures) VALUES {}",
+            super::backend::values_placeholders(chunk.len(), 8)
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for s in chunk {
+            q = q
+                .bind(run_id)
+                .bind(i64::from(s.script_index))
+                .bind(&s.script)
+                .bind(i64::from(s.position))
+                .bind(&s.command)
+                .bind(i64::try_from(s.count).unwrap_or(i64::MAX))
+                .bind(s.latency_avg_ms())
+                .bind(i64::try_from(s.failures).unwrap_or(i64::MAX));
+        }
+        q.execute(&mut **tx).await?;
     }
     Ok(())
 }

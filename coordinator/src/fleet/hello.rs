@@ -40,6 +40,7 @@ pub fn check(
     role: HostRole,
     peer: Option<std::net::SocketAddr>,
 ) -> Result<Checked, Status> {
+    super::limits::hello(hello).map_err(Status::invalid_argument)?;
     let address = if hello.address.is_empty() {
         peer.map(|p| p.ip().to_string()).unwrap_or_default()
     } else {

@@ -30,6 +30,7 @@ use crate::error::status;
 
 pub(crate) mod convert;
 mod hello;
+pub mod limits;
 
 pub mod identity;
 pub mod tasks;

@@ -198,7 +198,14 @@ impl HostSession {
             .call_with_id(task_id, run.run_id, run.attempt, kind, timeout)
             .await?
         {
-            Outcome::RunLoad(r) => Ok(r.into()),
+            Outcome::RunLoad(r) => {
+                crate::fleet::limits::load_result(&r).map_err(|reason| TaskError::Failed {
+                    stage: None,
+                    reason,
+                    log_tail: String::new(),
+                })?;
+                Ok(r.into())
+            }
             other => Err(failure("a load", other)),
         }
     }

@@ -13,10 +13,30 @@ pub fn create_dir_0755(dir: &Path) -> Result<(), AgentError> {
     if !dir.is_dir() {
         std::fs::create_dir_all(dir)
             .map_err(|e| AgentError::io(format!("create {}", dir.display()), e))?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
+        chmod_nofollow(dir, 0o755)
             .map_err(|e| AgentError::io(format!("chmod {}", dir.display()), e))?;
     }
     Ok(())
+}
+
+/// `path` opened without following a link in its place (`O_NOFOLLOW`): a link planted there
+/// fails with ELOOP, and what it points to is never touched.
+fn open_nofollow(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Sets `path`'s mode through a descriptor opened without following links (`fchmod`).
+pub fn chmod_nofollow(path: &Path, mode: u32) -> std::io::Result<()> {
+    open_nofollow(path)?.set_permissions(std::fs::Permissions::from_mode(mode & 0o7777))
+}
+
+/// Gives `path` (never what a link in its place points to) to `uid`:`gid`.
+pub fn chown_nofollow(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
+    std::os::unix::fs::lchown(path, Some(uid), Some(gid))
 }
 
 /// Makes the install readable (and directories/executables traversable) by the
@@ -42,9 +62,10 @@ pub fn make_world_readable(dir: &Path) -> Result<(), AgentError> {
 }
 
 fn set_mode_bits(path: &Path, add: u32) -> std::io::Result<()> {
-    let mode = std::fs::metadata(path)?.permissions().mode();
+    let f = open_nofollow(path)?;
+    let mode = f.metadata()?.permissions().mode();
     if mode & add != add {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode((mode | add) & 0o7777))?;
+        f.set_permissions(std::fs::Permissions::from_mode((mode | add) & 0o7777))?;
     }
     Ok(())
 }
@@ -128,12 +149,13 @@ pub fn rfc3339(unix: u64) -> String {
 /// A directory the agent itself owns gets o+x so the PostgreSQL user can pass through it
 /// (e.g. a 0700 temporary directory used as work_dir).
 pub fn open_own_dir_for_others(dir: &Path) -> Result<(), AgentError> {
-    let meta =
-        std::fs::metadata(dir).map_err(|e| AgentError::io(format!("stat {}", dir.display()), e))?;
+    let chmod_err = |e| AgentError::io(format!("chmod {}", dir.display()), e);
+    let f = open_nofollow(dir).map_err(chmod_err)?;
+    let meta = f.metadata().map_err(chmod_err)?;
     if meta.uid() == nix::unistd::geteuid().as_raw() && meta.mode() & 0o001 == 0 {
         let mode = (meta.mode() | 0o011) & 0o7777;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))
-            .map_err(|e| AgentError::io(format!("chmod {}", dir.display()), e))?;
+        f.set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(chmod_err)?;
     }
     Ok(())
 }
@@ -218,6 +240,54 @@ pub const DROP_CACHES_HELPER: &str = "/usr/local/libexec/blocklab/blocklab-drop-
 
 #[cfg(test)]
 mod tests {
+
+    /// As root, a link the build or PostgreSQL user plants where the agent changes a mode or
+    /// an owner leaves what it points to untouched (tests run as root).
+    #[test]
+    fn no_mode_or_owner_change_follows_a_link() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("outside");
+        std::fs::write(&target, "x").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let link = dir.path().join("planted");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+
+        let e = chmod_nofollow(&link, 0o777).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ELOOP), "{e}");
+        let e = make_world_readable(&link).unwrap_err();
+        assert!(e.to_string().contains("chmod under"), "{e}");
+        assert_eq!(std::fs::metadata(&target).unwrap().mode() & 0o7777, 0o600);
+
+        let nobody = crate::process::RunAs {
+            name: "nobody".into(),
+            uid: 65534,
+            gid: 65534,
+            switch: true,
+        };
+        let owner = std::fs::metadata(&target).unwrap().uid();
+        crate::users::chown_to(&link, &nobody).unwrap();
+        assert_eq!(
+            std::fs::metadata(&target).unwrap().uid(),
+            owner,
+            "target kept its owner"
+        );
+        assert_eq!(std::fs::symlink_metadata(&link).unwrap().uid(), 65534);
+
+        // A directory the agent walks: the link inside it is skipped, the real file opened.
+        let tree = dir.path().join("tree");
+        std::fs::create_dir(&tree).unwrap();
+        std::os::unix::fs::symlink(&target, tree.join("link")).unwrap();
+        std::fs::write(tree.join("file"), "y").unwrap();
+        std::fs::set_permissions(tree.join("file"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
+        make_world_readable(&tree).unwrap();
+        assert_eq!(
+            std::fs::metadata(tree.join("file")).unwrap().mode() & 0o444,
+            0o444
+        );
+        assert_eq!(std::fs::metadata(&target).unwrap().mode() & 0o7777, 0o600);
+    }
     use super::*;
 
     #[test]

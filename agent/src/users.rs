@@ -62,7 +62,7 @@ pub fn chown_to(path: &Path, who: &RunAs) -> Result<(), AgentError> {
     if !who.switch {
         return Ok(());
     }
-    std::os::unix::fs::chown(path, Some(who.uid), Some(who.gid))
+    crate::fsutil::chown_nofollow(path, who.uid, who.gid)
         .map_err(|e| AgentError::io(format!("chown {} to {}", path.display(), who.name), e))
 }
 
@@ -84,12 +84,11 @@ pub fn own_dir(dir: &Path, who: &RunAs) -> Result<(), AgentError> {
 /// running as root): every entry owned by someone else, not following symlinks. Its top
 /// directory loses group and other write permission. Returns how many entries changed owner.
 pub fn take_build_cache(root: &Path, who: &RunAs) -> Result<u64, AgentError> {
-    use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(root)
         .map_err(|e| AgentError::io(format!("stat {}", root.display()), e))?;
     let mode = meta.mode() & 0o7777;
     if mode & 0o022 != 0 {
-        std::fs::set_permissions(root, std::fs::Permissions::from_mode(mode & !0o022))
+        crate::fsutil::chmod_nofollow(root, mode & !0o022)
             .map_err(|e| AgentError::io(format!("chmod {}", root.display()), e))?;
     }
     if !who.switch {
@@ -101,7 +100,7 @@ pub fn take_build_cache(root: &Path, who: &RunAs) -> Result<u64, AgentError> {
         let m = std::fs::symlink_metadata(&p)
             .map_err(|e| AgentError::io(format!("stat {}", p.display()), e))?;
         if m.uid() != who.uid {
-            std::os::unix::fs::lchown(&p, Some(who.uid), Some(who.gid))
+            crate::fsutil::chown_nofollow(&p, who.uid, who.gid)
                 .map_err(|e| AgentError::io(format!("chown {} to {}", p.display(), who.name), e))?;
             changed += 1;
         }

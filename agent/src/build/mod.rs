@@ -6,7 +6,6 @@
 //! `build_cache/<key>.last-used` records the last use.
 
 use std::fs::File;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -413,7 +412,7 @@ pub fn write_marker(prefix: &Path, m: &Marker) -> Result<(), AgentError> {
         .map_err(|e| AgentError::Other(format!("encode marker: {e}")))?;
     let tmp = prefix.join(format!("{MARKER}.tmp"));
     std::fs::write(&tmp, json).map_err(|e| AgentError::io("write build marker", e))?;
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644))
+    crate::fsutil::chmod_nofollow(&tmp, 0o644)
         .map_err(|e| AgentError::io("chmod build marker", e))?;
     std::fs::rename(&tmp, prefix.join(MARKER)).map_err(|e| AgentError::io("rename marker", e))
 }

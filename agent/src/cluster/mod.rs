@@ -3,7 +3,6 @@
 
 use std::collections::HashSet;
 use std::net::{IpAddr, TcpListener};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -388,6 +387,6 @@ pub async fn connect_ready(
 }
 
 fn set_mode(path: &Path, mode: u32) -> Result<(), AgentError> {
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+    crate::fsutil::chmod_nofollow(path, mode)
         .map_err(|e| AgentError::io(format!("chmod {}", path.display()), e))
 }

@@ -16,7 +16,7 @@ use crate::fsutil::create_dir_0755;
 use crate::process::{Cmd, RunAs};
 use crate::users::chown_to;
 
-use blocklab_spec::guc::{GucCatalog, judge, refused};
+use blocklab_spec::guc::{GucCatalog, UNLISTED_ALLOWED, judge, refused};
 
 const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -97,6 +97,7 @@ async fn check_in(
         let guc = catalog.get(&s.name);
         let refusal = refused(&s.name, guc).or_else(|| match guc {
             Some(g) => judge(g, &s.value),
+            None if UNLISTED_ALLOWED.contains(&s.name.as_str()) => None,
             None => Some(
                 "is not a setting this build lists for postgresql.conf (unknown to it, \
                  internal, or a developer option)"

@@ -65,6 +65,11 @@ pub const ALLOWED_GROUPS: &[&str] = &[
     "Error Handling",
 ];
 
+/// Settings `postgres --describe-config` does not list (they are kept out of the sample
+/// file) that a spec may still give: `application_name` (Reporting and Logging / What to
+/// Log), a plain string.
+pub const UNLISTED_ALLOWED: &[&str] = &["application_name"];
+
 /// What the allowed groups hold, for messages.
 pub const ALLOWED_SUMMARY: &str = "memory, disk, kernel resources, background writer, I/O and \
 worker processes, WAL settings, checkpoints, recovery prefetch, the planner, when and what to \

@@ -10,7 +10,8 @@ mod known;
 mod value;
 
 pub use allow::{
-    ALLOWED_GROUPS, ALLOWED_SUMMARY, RESERVED_SETTINGS, allowed_group, refused, refused_name,
+    ALLOWED_GROUPS, ALLOWED_SUMMARY, RESERVED_SETTINGS, UNLISTED_ALLOWED, allowed_group, refused,
+    refused_name,
 };
 pub use catalog::{Guc, GucCatalog, GucType};
 pub use known::{KNOWN_VERSIONS, known};

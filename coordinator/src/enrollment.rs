@@ -18,8 +18,43 @@ pub enum EnrollError {
         "host id {0:?}: must be 1 to 128 letters, digits, '.', '_' or '-' (as the host's --host-id)"
     )]
     HostId(String),
+    #[error("{0}")]
+    Binding(String),
     #[error(transparent)]
     Catalog(#[from] CatalogError),
+}
+
+/// What a host is bound to at enrollment: its labels and its address. Its hellos cannot
+/// change them; `hosts set` can.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Binding {
+    pub labels: Vec<String>,
+    /// `None`: the address its connection comes from.
+    pub address: Option<std::net::IpAddr>,
+}
+
+/// Labels enrollment accepts: at most 64, each 1 to 128 of `A-Z a-z 0-9 . _ - = :`.
+pub fn check_labels(labels: &[String]) -> Result<(), EnrollError> {
+    use crate::fleet::limits::{MAX_LABEL_BYTES, MAX_LABELS};
+    if labels.len() > MAX_LABELS {
+        return Err(EnrollError::Binding(format!(
+            "--label: {} labels, at most {MAX_LABELS}",
+            labels.len()
+        )));
+    }
+    for l in labels {
+        let ok = (1..=MAX_LABEL_BYTES).contains(&l.len())
+            && l.bytes().all(|b| {
+                b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'=' | b':')
+            });
+        if !ok {
+            return Err(EnrollError::Binding(format!(
+                "--label {l:?}: must be 1 to {MAX_LABEL_BYTES} letters, digits, '.', '_', '-', \
+                 '=' or ':'"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A host id enrollment accepts: 1 to 128 of `A-Z a-z 0-9 . _ -`.
@@ -43,14 +78,46 @@ fn new_token() -> Secret {
 }
 
 /// Enrolls `host_id` as `role`; returns its token (the only time it is known).
-pub async fn add(catalog: &Catalog, host_id: &str, role: HostRole) -> Result<Secret, EnrollError> {
+pub async fn add(
+    catalog: &Catalog,
+    host_id: &str,
+    role: HostRole,
+    binding: &Binding,
+) -> Result<Secret, EnrollError> {
     check_host_id(host_id)?;
+    check_labels(&binding.labels)?;
     let token = new_token();
+    let address = binding.address.map(|a| a.to_string()).unwrap_or_default();
     catalog
-        .enroll_host(host_id, role, &token_sha256(token.expose().as_bytes()))
+        .enroll_host(
+            host_id,
+            role,
+            &token_sha256(token.expose().as_bytes()),
+            &binding.labels,
+            &address,
+        )
         .await?;
-    tracing::info!(host_id, role = role.as_str(), "host enrolled");
+    tracing::info!(host_id, role = role.as_str(), labels = ?binding.labels, address, "host enrolled");
     Ok(token)
+}
+
+/// Binds an enrolled host to new labels and/or a new address (`None`: unchanged; an address
+/// of `Some(None)`: the one its connection comes from). Its next hello takes them.
+pub async fn bind(
+    catalog: &Catalog,
+    host_id: &str,
+    labels: Option<&[String]>,
+    address: Option<Option<std::net::IpAddr>>,
+) -> Result<(), EnrollError> {
+    if let Some(l) = labels {
+        check_labels(l)?;
+    }
+    let address = address.map(|a| a.map(|a| a.to_string()).unwrap_or_default());
+    catalog
+        .bind_host(host_id, labels, address.as_deref())
+        .await?;
+    tracing::info!(host_id, labels = ?labels, address = ?address, "host binding changed");
+    Ok(())
 }
 
 /// Revokes `host_id`'s credential.
@@ -102,17 +169,51 @@ mod tests {
 
     async fn add_list_revoke_on(at: &Location, none: &Location) {
         let catalog = Catalog::connect(at).await.expect("catalog");
-        let token = add(&catalog, "db1", HostRole::Agent).await.expect("add");
+        let token = add(&catalog, "db1", HostRole::Agent, &Binding::default())
+            .await
+            .expect("add");
         assert_eq!(token.expose().len(), 64);
-        let other = add(&catalog, "w1", HostRole::Worker).await.expect("add");
+        let bound = Binding {
+            labels: vec!["rack=a".into(), "ssd".into()],
+            address: Some("10.0.0.7".parse().expect("ip")),
+        };
+        let other = add(&catalog, "w1", HostRole::Worker, &bound)
+            .await
+            .expect("add");
         assert_ne!(token.expose(), other.expose());
-        let e = add(&catalog, "db1", HostRole::Agent)
+        let e = add(&catalog, "db1", HostRole::Agent, &Binding::default())
             .await
             .expect_err("twice");
         assert!(e.to_string().contains("already enrolled"), "{e}");
         let listed = list(&catalog).await.expect("list");
         assert_eq!(listed.len(), 2);
         assert_eq!(listed[0].host_id, "db1");
+        assert_eq!(
+            (listed[0].labels.clone(), listed[0].address.as_str()),
+            (Vec::<String>::new(), "")
+        );
+        assert_eq!(
+            (listed[1].labels.clone(), listed[1].address.as_str()),
+            (vec!["rack=a".to_string(), "ssd".into()], "10.0.0.7")
+        );
+        // Rebound: new labels, the address left; then the address cleared, labels left.
+        bind(&catalog, "w1", Some(&["rack=b".to_string()]), None)
+            .await
+            .expect("bind");
+        bind(&catalog, "w1", None, Some(None)).await.expect("bind");
+        let w1 = &list(&catalog).await.expect("list")[1];
+        assert_eq!(
+            (w1.labels.clone(), w1.address.as_str()),
+            (vec!["rack=b".to_string()], "")
+        );
+        assert!(matches!(
+            bind(&catalog, "w9", None, None).await,
+            Err(EnrollError::Catalog(CatalogError::HostNotEnrolled(_)))
+        ));
+        let e = bind(&catalog, "w1", Some(&["a b".to_string()]), None)
+            .await
+            .expect_err("bad label");
+        assert!(e.to_string().starts_with("--label \"a b\": must be"), "{e}");
         assert_eq!(
             listed[0].token_sha256,
             token_sha256(token.expose().as_bytes())
@@ -150,7 +251,9 @@ mod tests {
             Err(EnrollError::Catalog(CatalogError::HostNotEnrolled(_)))
         ));
         // Enrolled again after a revocation: a new token, valid again.
-        let again = add(&catalog, "db1", HostRole::Agent).await.expect("again");
+        let again = add(&catalog, "db1", HostRole::Agent, &Binding::default())
+            .await
+            .expect("again");
         assert_ne!(again.expose(), token.expose());
         assert!(list(&catalog).await.expect("list")[0].is_active());
     }

@@ -115,8 +115,33 @@ enum HostsCommand {
         /// What the host runs: agent (database host) or worker (client host).
         #[arg(long, value_parser = parse_role)]
         role: HostRole,
+        /// A label the host is placed by (repeat for several); its hello cannot add others.
+        #[arg(long = "label")]
+        labels: Vec<String>,
+        /// The address the host is bound to (pg_hba entries, where its servers are reached);
+        /// without it, the address its connection comes from.
+        #[arg(long)]
+        address: Option<std::net::IpAddr>,
     },
-    /// List enrolled hosts: id, role, when enrolled, and whether revoked.
+    /// Change what an enrolled host is bound to: its labels (the --label flags given replace
+    /// them all) and its address. Its next hello takes them.
+    Set {
+        /// The host's id.
+        host_id: String,
+        /// A label (repeat for several): replaces the host's labels.
+        #[arg(long = "label")]
+        labels: Vec<String>,
+        /// Remove every label.
+        #[arg(long, conflicts_with = "labels")]
+        clear_labels: bool,
+        /// The address it is bound to.
+        #[arg(long)]
+        address: Option<std::net::IpAddr>,
+        /// Bind it to the address its connection comes from.
+        #[arg(long, conflicts_with = "address")]
+        connection_address: bool,
+    },
+    /// List enrolled hosts: id, role, labels, address, when enrolled, and whether revoked.
     List,
     /// Revoke a host's credential: the coordinator refuses its next hello and ends its live
     /// session within one heartbeat interval.
@@ -138,25 +163,62 @@ async fn hosts(location: &Location, command: HostsCommand) -> anyhow::Result<()>
         .await
         .with_context(|| format!("--catalog {location}"))?;
     match command {
-        HostsCommand::Add { host_id, role } => {
-            let token = enrollment::add(&catalog, &host_id, role).await?;
+        HostsCommand::Add {
+            host_id,
+            role,
+            labels,
+            address,
+        } => {
+            let binding = enrollment::Binding { labels, address };
+            let token = enrollment::add(&catalog, &host_id, role, &binding).await?;
             eprintln!(
                 "enrolled {host_id} as {role}; its token follows, shown only this once (the \
                  catalog keeps its sha256). Put it in the host's --token-file (chmod 600)."
             );
             println!("{}", token.expose());
         }
+        HostsCommand::Set {
+            host_id,
+            labels,
+            clear_labels,
+            address,
+            connection_address,
+        } => {
+            let labels = (clear_labels || !labels.is_empty()).then_some(labels);
+            let address = if connection_address {
+                Some(None)
+            } else {
+                address.map(Some)
+            };
+            if labels.is_none() && address.is_none() {
+                anyhow::bail!(
+                    "nothing to change: give --label, --clear-labels, --address or --connection-address"
+                );
+            }
+            enrollment::bind(&catalog, &host_id, labels.as_deref(), address).await?;
+            eprintln!("{host_id}: its next hello takes the new binding");
+        }
         HostsCommand::List => {
-            println!("{:<32} {:<7} {:<26} state", "host", "role", "enrolled");
+            println!(
+                "{:<32} {:<7} {:<24} {:<16} {:<26} state",
+                "host", "role", "labels", "address", "enrolled"
+            );
             for c in enrollment::list(&catalog).await? {
                 let state = match &c.revoked_at {
                     Some(at) => format!("revoked {at}"),
                     None => "valid".to_string(),
                 };
+                let address = if c.address.is_empty() {
+                    "(connection)"
+                } else {
+                    c.address.as_str()
+                };
                 println!(
-                    "{:<32} {:<7} {:<26} {state}",
+                    "{:<32} {:<7} {:<24} {:<16} {:<26} {state}",
                     c.host_id,
                     c.role.as_str(),
+                    c.labels.join(","),
+                    address,
                     c.enrolled_at
                 );
             }
@@ -308,8 +370,14 @@ mod tests {
             Location::Sqlite(PathBuf::from("/srv/lab/catalog.db"))
         );
         match args.command {
-            Some(Command::Hosts(HostsCommand::Add { host_id, role })) => {
+            Some(Command::Hosts(HostsCommand::Add {
+                host_id,
+                role,
+                labels,
+                address,
+            })) => {
                 assert_eq!((host_id.as_str(), role), ("db1", HostRole::Agent));
+                assert_eq!((labels, address), (vec![], None));
             }
             other => panic!("{other:?}"),
         }

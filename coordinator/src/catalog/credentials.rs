@@ -17,6 +17,10 @@ pub struct CredentialRecord {
     pub enrolled_at: String,
     /// When it was revoked; `None` while it is valid.
     pub revoked_at: Option<String>,
+    /// The labels the host is bound to (placement reads these, not the hello's).
+    pub labels: Vec<String>,
+    /// The address it is bound to; empty: the address its connection comes from.
+    pub address: String,
 }
 
 impl CredentialRecord {
@@ -71,6 +75,8 @@ impl Catalog {
         host_id: &str,
         role: HostRole,
         token_sha256: &str,
+        labels: &[String],
+        address: &str,
     ) -> Result<(), CatalogError> {
         let mut tx = self.write().await?;
         let revoked: Option<Option<String>> =
@@ -82,18 +88,45 @@ impl Catalog {
             return Err(CatalogError::HostEnrolled(host_id.to_string()));
         }
         sqlx::query(
-            "INSERT INTO host_credentials (host_id, role, token_sha256, enrolled_at, revoked_at)
-             VALUES ($1, $2, $3, $4, NULL)
+            "INSERT INTO host_credentials (host_id, role, token_sha256, enrolled_at, revoked_at, labels, address)
+             VALUES ($1, $2, $3, $4, NULL, $5, $6)
              ON CONFLICT(host_id) DO UPDATE SET role = excluded.role,
                token_sha256 = excluded.token_sha256, enrolled_at = excluded.enrolled_at,
-               revoked_at = NULL",
+               revoked_at = NULL, labels = excluded.labels, address = excluded.address",
         )
         .bind(host_id)
         .bind(role.as_str())
         .bind(token_sha256)
         .bind(now())
+        .bind(labels_json(labels))
+        .bind(address)
         .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Binds an enrolled host to new labels and/or a new address (`None`: unchanged).
+    pub async fn bind_host(
+        &self,
+        host_id: &str,
+        labels: Option<&[String]>,
+        address: Option<&str>,
+    ) -> Result<(), CatalogError> {
+        let mut tx = self.write().await?;
+        let n = sqlx::query(
+            "UPDATE host_credentials SET labels = COALESCE($1, labels), address = COALESCE($2, address)
+             WHERE host_id = $3",
+        )
+        .bind(labels.map(labels_json))
+        .bind(address)
+        .bind(host_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if n == 0 {
+            return Err(CatalogError::HostNotEnrolled(host_id.to_string()));
+        }
         tx.commit().await?;
         Ok(())
     }
@@ -123,22 +156,36 @@ impl Catalog {
     /// Every credential, valid and revoked, by host id.
     pub async fn host_credentials(&self) -> Result<Vec<CredentialRecord>, CatalogError> {
         let rows = sqlx::query(
-            "SELECT host_id, role, token_sha256, enrolled_at, revoked_at FROM host_credentials
-             ORDER BY host_id",
+            "SELECT host_id, role, token_sha256, enrolled_at, revoked_at, labels, address
+             FROM host_credentials ORDER BY host_id",
         )
         .fetch_all(&self.reader)
         .await?;
         rows.iter()
             .map(|r| {
                 let role: String = r.try_get("role")?;
+                let labels: String = r.try_get("labels")?;
+                let labels = serde_json::from_str(&labels).map_err(|_| {
+                    CatalogError::Corrupt(blocklab_spec::state::UnknownName {
+                        what: "host labels",
+                        value: labels.clone(),
+                        allowed: "a JSON array of strings".into(),
+                    })
+                })?;
                 Ok(CredentialRecord {
                     host_id: r.try_get("host_id")?,
                     role: role.parse().map_err(CatalogError::Corrupt)?,
                     token_sha256: r.try_get("token_sha256")?,
                     enrolled_at: r.try_get("enrolled_at")?,
                     revoked_at: r.try_get("revoked_at")?,
+                    labels,
+                    address: r.try_get("address")?,
                 })
             })
             .collect()
     }
+}
+
+fn labels_json(labels: &[String]) -> String {
+    serde_json::to_string(labels).unwrap_or_else(|_| "[]".into())
 }

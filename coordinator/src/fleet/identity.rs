@@ -127,6 +127,24 @@ pub fn identify(
     }
 }
 
+/// The enrollment an enrolled credential is bound by (its labels and address); `None` for
+/// the shared token or an open fleet, whose hosts declare their own.
+pub fn binding<'c>(
+    credential: &Credential,
+    credentials: &'c [CredentialRecord],
+) -> Option<&'c CredentialRecord> {
+    match credential {
+        Credential::Enrolled {
+            host_id,
+            token_sha256,
+            ..
+        } => credentials
+            .iter()
+            .find(|c| &c.token_sha256 == token_sha256 && &c.host_id == host_id),
+        Credential::Open | Credential::Shared => None,
+    }
+}
+
 /// Whether `credential` may be host `host_id` in `role`, with the credentials as they are now.
 pub fn authorize(
     credential: &Credential,
@@ -190,6 +208,8 @@ mod tests {
             token_sha256: token_sha256(token.as_bytes()),
             enrolled_at: "now".into(),
             revoked_at: revoked.then(|| "later".into()),
+            labels: Vec::new(),
+            address: String::new(),
         }
     }
 

@@ -178,7 +178,7 @@ mod tests {
         let sha = "0".repeat(64);
         retried("enrollment", OUTCOME, || {
             attempts.fetch_add(1, Ordering::SeqCst);
-            catalog.enroll_host("h1", blocklab_spec::HostRole::Agent, &sha)
+            catalog.enroll_host("h1", blocklab_spec::HostRole::Agent, &sha, &[], "")
         })
         .await
         .expect("went through once the lock was released");

@@ -59,7 +59,7 @@ async fn host_ids(lab: &Lab) -> Vec<String> {
 async fn enrolled_hosts_attach_only_as_themselves_and_revocation_ends_them() {
     let lab = Lab::start().await;
     let catalog = Catalog::open(&lab.catalog()).await.expect("catalog");
-    let db1 = enrollment::add(&catalog, "db1", HostRole::Agent)
+    let db1 = enrollment::add(&catalog, "db1", HostRole::Agent, &Default::default())
         .await
         .expect("enroll db1");
     let db1 = db1.expose().to_string();
@@ -158,4 +158,67 @@ async fn enrolled_hosts_attach_only_as_themselves_and_revocation_ends_them() {
             "{e:?}"
         );
     }
+}
+
+/// An enrolled host is placed by the labels and reached at the address of its enrollment,
+/// whatever its hello claims; `hosts set` changes them for its next hello.
+#[tokio::test]
+async fn enrolled_hosts_cannot_claim_labels_or_an_address() {
+    let lab = Lab::start().await;
+    let catalog = Catalog::open(&lab.catalog()).await.expect("catalog");
+    let bound = enrollment::Binding {
+        labels: vec!["rack=a".into()],
+        address: Some("10.1.2.3".parse().expect("ip")),
+    };
+    let db1 = enrollment::add(&catalog, "db1", HostRole::Agent, &bound)
+        .await
+        .expect("enroll db1");
+    let db1 = db1.expose().to_string();
+    let claiming = || {
+        let mut h = hello_as("db1", Role::Agent);
+        if let Some(host_message::Kind::Hello(hello)) = &mut h.kind {
+            hello.labels = vec!["gpu".into(), "e2e".into()];
+            hello.address = "10.9.9.9".into();
+        }
+        h
+    };
+    {
+        let (_keep, mut replies) = open_session(&lab, &db1, claiming()).await;
+        replies.next().await.expect("a reply").expect("welcome");
+        assert_eq!(
+            bindings(&lab).await,
+            [(
+                "db1".to_string(),
+                vec!["rack=a".to_string()],
+                "10.1.2.3".to_string()
+            )]
+        );
+    }
+    // Rebound to other labels and to the address its connection comes from.
+    enrollment::bind(&catalog, "db1", Some(&["rack=b".to_string()]), Some(None))
+        .await
+        .expect("bind");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_keep, mut replies) = open_session(&lab, &db1, claiming()).await;
+    replies.next().await.expect("a reply").expect("welcome");
+    assert_eq!(
+        bindings(&lab).await,
+        [(
+            "db1".to_string(),
+            vec!["rack=b".to_string()],
+            "127.0.0.1".to_string()
+        )]
+    );
+}
+
+async fn bindings(lab: &Lab) -> Vec<(String, Vec<String>, String)> {
+    let mut c = lab.client(Some(API_TOKEN)).await.expect("connect");
+    c.list_hosts(ListHostsRequest {})
+        .await
+        .expect("hosts")
+        .into_inner()
+        .hosts
+        .into_iter()
+        .map(|h| (h.host_id, h.labels, h.address))
+        .collect()
 }

@@ -75,6 +75,8 @@ pub struct AgentConfig {
     pub tls: Option<blocklab_daemon::security::ClientTls>,
     /// Fleet join token (`--token-file` / `BLOCKLAB_FLEET_TOKEN`); `Debug` redacts it.
     pub token: Option<blocklab_daemon::security::Secret>,
+    /// The only sources this agent builds (`--allow-source`); empty: any a task names.
+    pub allowed_sources: Vec<String>,
 }
 
 impl AgentConfig {
@@ -100,6 +102,7 @@ impl AgentConfig {
             heartbeat_interval: Duration::from_secs(2),
             tls: None,
             token: None,
+            allowed_sources: Vec::new(),
         }
     }
 }

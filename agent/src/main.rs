@@ -43,6 +43,15 @@ struct Args {
     /// removed after a new build (default: no cap).
     #[arg(long, env = "BLOCKLAB_BUILD_CACHE_MAX_BYTES")]
     build_cache_max_bytes: Option<u64>,
+    /// A source this agent builds (repeat for several): an absolute tarball path or a
+    /// directory of tarballs, an http(s) URL, or git:REPOSITORY. Without any, every source a
+    /// task names is built; with some, a task naming another is refused.
+    #[arg(
+        long = "allow-source",
+        env = "BLOCKLAB_ALLOW_SOURCES",
+        value_delimiter = ','
+    )]
+    allow_sources: Vec<String>,
     /// PostgreSQL build cache directory.
     #[arg(long, env = "BLOCKLAB_BUILD_CACHE", default_value = blocklab_agent::DEFAULT_BUILD_CACHE)]
     build_cache: PathBuf,
@@ -154,6 +163,7 @@ async fn main() -> anyhow::Result<()> {
     config.wal_root = args.wal_root;
     config.dumps_dir = args.dumps_dir;
     config.build_cache = args.build_cache;
+    config.allowed_sources = args.allow_sources;
     config.build_cache_max_bytes = args.build_cache_max_bytes;
     if args.pg_user.is_some() {
         config.pg_user = args.pg_user;

@@ -144,3 +144,49 @@ async fn the_configuration_is_the_plans_at_every_start_and_the_log_is_kept() {
     let kept = std::fs::read_to_string(work.path().join("agent/server-logs/confrun.log")).unwrap();
     assert_eq!(kept.matches("LOG:  marker of the run").count(), 2, "{kept}");
 }
+
+/// An agent told which sources it builds refuses any other before it fetches or unpacks
+/// anything, and builds a listed one.
+#[tokio::test]
+async fn an_agent_builds_only_its_allowed_sources() {
+    let work = tempfile::tempdir().unwrap();
+    let cache = work.path().join("cache");
+    let elsewhere = work.path().join("releases");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let mut c = config(work.path(), cache.clone(), 55610);
+    c.allowed_sources = vec![elsewhere.display().to_string()];
+    let handler = AgentHandler::new(c).unwrap();
+    let e = handler
+        .ensure_build(&options_8k(source_tarball(&tarball())), None)
+        .await
+        .unwrap_err();
+    match &e {
+        AgentError::Invalid { field, reason } => {
+            assert_eq!(field, "source");
+            assert_eq!(
+                reason,
+                &format!(
+                    "{} is not among the sources this agent builds (its --allow-source)",
+                    tarball().display()
+                )
+            );
+        }
+        other => panic!("not refused as invalid: {other}"),
+    }
+    let entries: Vec<_> = std::fs::read_dir(&cache)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        entries.is_empty(),
+        "nothing was fetched or unpacked: {entries:?}"
+    );
+
+    let mut c = config(work.path(), shared_cache(), 55615);
+    c.allowed_sources = vec![tarball().display().to_string()];
+    let handler = AgentHandler::new(c).unwrap();
+    let built = handler
+        .ensure_build(&options_8k(source_tarball(&tarball())), None)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(built.reused, "the shared cache holds it");
+}

@@ -17,7 +17,7 @@ use tokio::sync::OnceCell;
 
 use crate::error::AgentError;
 use crate::fsutil::{create_dir_0755, lock_file, lock_file_shared, make_world_readable, unix_now};
-use crate::options::{BuildSpec, cache_key, major_version};
+use crate::options::{AllowedSources, BuildSpec, cache_key, major_version};
 use crate::process::{Cmd, RunAs};
 use crate::users::own_dir;
 use source::{SourceTree, prepare};
@@ -95,6 +95,8 @@ pub struct BuildCache {
     /// Who unpacks, configures, makes and installs (the PostgreSQL user).
     run_as: RunAs,
     compiler: OnceCell<String>,
+    /// The sources this agent builds (`--allow-source`; empty: any).
+    allowed: AllowedSources,
 }
 
 impl BuildCache {
@@ -108,7 +110,14 @@ impl BuildCache {
             make_jobs: make_jobs.clamp(1, cores),
             run_as,
             compiler: OnceCell::new(),
+            allowed: AllowedSources::default(),
         }
+    }
+
+    /// Builds only the `allowed` sources from now on.
+    pub fn with_allowed_sources(mut self, allowed: AllowedSources) -> Self {
+        self.allowed = allowed;
+        self
     }
 
     pub fn root(&self) -> &Path {
@@ -129,6 +138,7 @@ impl BuildCache {
         spec: &BuildSpec,
         progress: Option<&ProgressSink>,
     ) -> Result<Build, AgentError> {
+        self.allowed.check(&spec.source)?;
         own_dir(&self.root, &self.run_as)?;
         report(progress, spec, BuildStep::Fetch).await;
         let tree = prepare(&self.root, &spec.source, &self.run_as, progress).await?;

@@ -15,6 +15,7 @@ use crate::build::BuildCache;
 use crate::cluster::{self, Cluster};
 use crate::error::AgentError;
 use crate::fsutil::{create_dir_0755, open_own_dir_for_others, open_own_temp_ancestors};
+use crate::options::AllowedSources;
 use crate::process::RunAs;
 use crate::users::{check_traversable, resolve_pg_user, take_build_cache};
 
@@ -89,7 +90,8 @@ impl AgentHandler {
             tracing::info!(dir = %config.build_cache.display(), entries = moved, user = %run_as.name, "build cache given to the postgresql user");
         }
         Ok(Self {
-            cache: BuildCache::new(config.build_cache.clone(), config.make_jobs, run_as.clone()),
+            cache: BuildCache::new(config.build_cache.clone(), config.make_jobs, run_as.clone())
+                .with_allowed_sources(AllowedSources::parse(&config.allowed_sources)?),
             config,
             run_as,
             listen,

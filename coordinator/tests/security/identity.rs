@@ -44,14 +44,10 @@ async fn open_session(
 }
 
 async fn host_ids(lab: &Lab) -> Vec<String> {
-    let mut c = lab.client(Some(API_TOKEN)).await.expect("connect");
-    c.list_hosts(ListHostsRequest {})
+    bindings(lab)
         .await
-        .expect("hosts")
-        .into_inner()
-        .hosts
         .into_iter()
-        .map(|h| h.host_id)
+        .map(|(id, _, _)| id)
         .collect()
 }
 

@@ -145,6 +145,31 @@ pub fn binding<'c>(
     }
 }
 
+/// The labels and address a host attaches with: an enrolled host's are those of its
+/// enrollment (without a bound address, the one its connection comes from), whatever its
+/// hello claims (a difference is logged); other hosts declare their own. `address` is the
+/// checked hello's.
+pub fn bound(
+    credential: &Credential,
+    credentials: &[CredentialRecord],
+    hello: &blocklab_proto::v1::Hello,
+    address: String,
+    peer: Option<std::net::SocketAddr>,
+) -> (Vec<String>, String) {
+    let Some(enrolled) = binding(credential, credentials) else {
+        return (hello.labels.clone(), address);
+    };
+    let address = if enrolled.address.is_empty() {
+        peer.map(|p| p.ip().to_string()).unwrap_or(address)
+    } else {
+        enrolled.address.clone()
+    };
+    if hello.labels != enrolled.labels || (!hello.address.is_empty() && hello.address != address) {
+        tracing::warn!(host_id = %hello.host_id, claimed_labels = ?hello.labels, claimed_address = %hello.address, labels = ?enrolled.labels, address, "hello's labels or address differ from the enrollment; the enrollment's apply");
+    }
+    (enrolled.labels.clone(), address)
+}
+
 /// Whether `credential` may be host `host_id` in `role`, with the credentials as they are now.
 pub fn authorize(
     credential: &Credential,

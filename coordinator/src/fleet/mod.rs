@@ -448,24 +448,7 @@ impl Fleet for FleetService {
             facts_json: facts,
             ..
         } = hello::check(&hello, host_role, peer)?;
-        // An enrolled host is what its enrollment says: its labels and address are bound
-        // there, not by what it claims.
-        let (labels, address) = match identity::binding(&credential, &credentials) {
-            Some(bound) => {
-                let address = if bound.address.is_empty() {
-                    peer.map(|p| p.ip().to_string()).unwrap_or(address)
-                } else {
-                    bound.address.clone()
-                };
-                if hello.labels != bound.labels
-                    || (!hello.address.is_empty() && hello.address != address)
-                {
-                    tracing::warn!(host_id = %hello.host_id, claimed_labels = ?hello.labels, claimed_address = %hello.address, labels = ?bound.labels, address, "hello's labels or address differ from the enrollment; the enrollment's apply");
-                }
-                (bound.labels.clone(), address)
-            }
-            None => (hello.labels.clone(), address),
-        };
+        let (labels, address) = identity::bound(&credential, &credentials, &hello, address, peer);
         self.catalog
             .upsert_host(&HostRecord {
                 host_id: hello.host_id.clone(),

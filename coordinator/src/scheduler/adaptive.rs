@@ -212,4 +212,36 @@ mod tests {
             Decision::Decided { rounds: 20 }
         );
     }
+
+    /// A synthetic interleaved job of `n` rounds (baseline, A/A replicate, +3%, +5% tps)
+    /// under `until = "decided"` from 3 to 20 rounds.
+    fn synthetic(n: u32, cv_pct: f64, effects_pct: Vec<f64>) -> blocklab_measure::job::JobExport {
+        use blocklab_report::calibration::{Prng, Scenario, synthetic_job};
+        let s = Scenario {
+            rounds_as_blocks: true,
+            all_columns: false,
+            effects_pct,
+            ..Scenario::new(n, cv_pct, 0.0)
+        };
+        let mut job = synthetic_job(&s, &mut Prng::new(5));
+        if let Some(a) = job.analysis.as_mut() {
+            a.until_decided = true;
+            a.min_repetitions = 3;
+            a.max_repetitions = 20;
+        }
+        job
+    }
+
+    #[test]
+    fn the_compared_cells_not_yet_decided_are_counted() {
+        // Three rounds at CV 5%: none of the 3 compared cells can be decided yet.
+        assert_eq!(undecided_cells(&synthetic(3, 5.0, vec![3.0, 5.0])), 3);
+        // Twenty quiet rounds: the replicate is equivalent and +10%, +20% are faster.
+        let job = synthetic(20, 0.3, vec![10.0, 20.0]);
+        assert_eq!(undecided_cells(&job), 0);
+        assert_eq!(
+            decide_sequential(20, 20, undecided_cells(&job)),
+            Decision::Decided { rounds: 20 }
+        );
+    }
 }

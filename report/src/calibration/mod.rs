@@ -24,7 +24,7 @@ mod prng;
 mod sequential;
 
 pub use prng::Prng;
-pub use sequential::{SequentialTally, run_sequential};
+pub use sequential::{SequentialTally, run_looks, run_sequential};
 
 /// What a synthetic job looks like.
 #[derive(Debug, Clone, PartialEq)]

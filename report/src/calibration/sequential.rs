@@ -83,6 +83,19 @@ fn first_rounds(job: &JobExport, rounds: u32) -> JobExport {
 /// Draws `jobs` synthetic jobs of `s` with `max` rounds (`s.n` is ignored), runs each under
 /// `until = "decided"` from `min` rounds, and counts the verdicts where it stopped.
 pub fn run_sequential(s: &Scenario, min: u32, max: u32, jobs: u32, seed: u64) -> SequentialTally {
+    run_looks(s, min, max, jobs, seed, true)
+}
+
+/// [`run_sequential`], or with `boundary` false the naive rule: the same looks and stop, each
+/// look judged at 0.05 as a fixed-n job would be (what the sequential boundary prevents).
+pub fn run_looks(
+    s: &Scenario,
+    min: u32,
+    max: u32,
+    jobs: u32,
+    seed: u64,
+    boundary: bool,
+) -> SequentialTally {
     let mut rng = Prng::new(seed);
     let treatments = s.effects_pct.len();
     let mut t = SequentialTally {
@@ -97,7 +110,7 @@ pub fn run_sequential(s: &Scenario, min: u32, max: u32, jobs: u32, seed: u64) ->
     for _ in 0..jobs {
         let mut job = synthetic_job(&full, &mut rng);
         if let Some(a) = job.analysis.as_mut() {
-            a.until_decided = true;
+            a.until_decided = boundary;
             a.min_repetitions = min;
             a.max_repetitions = max;
         }

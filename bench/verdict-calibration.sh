@@ -4,7 +4,9 @@
 # go through the same analysis as real jobs. Prints, per n and CV, the false-positive rate of
 # faster/slower on A/A comparisons and the power to detect a +3% and a +5% tps change; then the
 # same without drift, with only tps varying (a family of 3 comparisons instead of 24), and with
-# each round a block (the model of an interleaved job: ln y ~ cell + round).
+# each round a block (the model of an interleaved job: ln y ~ cell + round); last, repetitions
+# until = "decided" (a look after every round from 3 to a maximum of 5-20, the sequential
+# boundary), with the naive rule (0.05 at every look) beside it.
 # Deterministic (seeded); no database, no network.
 #
 #   bash bench/verdict-calibration.sh            # 2000 jobs per row
@@ -28,3 +30,6 @@ echo "== with drift, only tps varying"
 echo
 echo "== with drift, all 8 pgbench columns, each round a block (an interleaved job's model)"
 "$bin" "$jobs" "$drift" rounds
+echo
+echo "== until = \"decided\", with drift, each round a block (SEQ_JOBS jobs per row)"
+"$bin" "${SEQ_JOBS:-1000}" "$drift" sequential

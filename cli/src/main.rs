@@ -176,7 +176,12 @@ faster) when q < 0.05 and the CI excludes 0; else 'inconclusive'. 'insufficient 
 side has fewer than 2 runs; 'identical, zero variance' or 'differs, zero variance' when neither \
 side varies (no test); 'no verdict' for counts, shares, sizes and per-transaction costs (the change \
 and its CI only). With a target CI (adaptive repetitions) each cell says 'target reached' or 'max \
-repetitions reached'.
+repetitions reached'. With until = \"decided\" (rounds added until every compared cell is faster, \
+slower or equivalent) the verdicts use a sequential boundary: Pocock-type with the Bonferroni bound, \
+every look (after each round from min to max, K = max - min + 1 looks) compares the q-values and \
+TOST q-values with 0.05 / K, so the chance that any look calls an unchanged cell faster or slower \
+stays within 0.05 whatever the correlation between looks; each cell says 'sequential: decided at \
+round N', 'sequential: undecided, max repetitions reached (N)' or 'sequential: undecided at round N'.
 
 Suspect runs: a run is suspect when the coordinator flagged it (a checkpoint in the measured \
 window, client CPU saturated, errors). By default every completed run enters its cell's \

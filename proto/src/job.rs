@@ -70,7 +70,8 @@ both_ways!(
         exclude_suspect,
         target_ci_pct,
         min_repetitions,
-        max_repetitions
+        max_repetitions,
+        until_decided
     ],
     [],
     []

@@ -3,8 +3,9 @@
 //! put through the same analysis as real ones (`blocklab_report::calibration`).
 //!
 //! `cargo run --release -p blocklab-report --example calibration [JOBS] [DRIFT_PCT] [tps-only]
-//! [rounds]` (`bench/verdict-calibration.sh`); `rounds`: the jobs record an interleaved run
-//! order, so each comparison is estimated within rounds (else Welch's).
+//! [rounds] [sequential]` (`bench/verdict-calibration.sh`); `rounds`: the jobs record an
+//! interleaved run order, so each comparison is estimated within rounds (else Welch's);
+//! `sequential`: `until = "decided"` from 3 rounds to a maximum of 5 to 20, within rounds.
 
 use blocklab_report::calibration::{self, Scenario};
 
@@ -13,6 +14,10 @@ fn main() {
     let jobs: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
     let drift: f64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(0.5);
     let rest: Vec<String> = args.collect();
+    if rest.iter().any(|a| a == "sequential") {
+        sequential(jobs, drift);
+        return;
+    }
     let all_columns = !rest.iter().any(|a| a == "tps-only");
     let rounds_as_blocks = rest.iter().any(|a| a == "rounds");
     println!(
@@ -53,6 +58,48 @@ fn main() {
                 pct(t.power(0)),
                 pct(t.power(1)),
                 pct(f64::from(t.wrong_direction.iter().sum::<u32>()) / f64::from(2 * t.jobs)),
+            );
+        }
+    }
+}
+
+/// The table of `until = "decided"`: min 3 rounds, max 5 to 20, within rounds, all columns.
+fn sequential(jobs: u32, drift: f64) {
+    println!(
+        "synthetic jobs: {jobs} per row; 4 cells (baseline, A/A replicate, +3%, +5% tps); all 8 \
+         pgbench columns; interleaved (model: rounds); per-round drift step sd {drift}%;"
+    );
+    println!(
+        "until = \"decided\" from 3 rounds: a look after every round, alpha 0.05 / looks per look; \
+         naive: the same looks at 0.05 each; seeded"
+    );
+    println!();
+    println!(
+        "| max | CV | looks | A/A FP tps (at stop) | A/A FP tps (any look) | naive: any look | FPR (A/A, all columns) | A/A tps equivalent | power +3% | power +5% | decided | mean rounds |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+    for max in [5, 8, 10, 15, 20] {
+        for cv in [1.0, 2.0, 3.0, 5.0] {
+            let s = Scenario {
+                rounds_as_blocks: true,
+                ..Scenario::new(max, cv, drift)
+            };
+            let seed = 0x5e9_0000 + u64::from(max) * 100 + cv as u64;
+            let t = calibration::run_looks(&s, 3, max, jobs, seed, true);
+            let naive = calibration::run_looks(&s, 3, max, jobs, seed, false);
+            println!(
+                "| {max} | {cv:.0}% | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |",
+                max - 2,
+                pct(t.fpr_tps()),
+                pct(t.fpr_tps_any_look()),
+                pct(naive.fpr_tps_any_look()),
+                pct(t.fpr()),
+                pct(t.equivalent_tps()),
+                pct(t.power(0)),
+                pct(t.power(1)),
+                pct(t.decided_rate()),
+                t.mean_rounds(),
             );
         }
     }

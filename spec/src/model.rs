@@ -106,12 +106,19 @@ pub struct Layout {
 }
 
 /// Adaptive repetitions: rounds are added (each one run of every cell) until every cell's
-/// 95% CI half-width of the headline metric is within `target_ci_pct` of its mean, or
-/// `max` rounds were run. `Spec::repetitions` is the minimum.
+/// 95% CI half-width of the headline metric is within `target_ci_pct` of its mean, or, with
+/// `until_decided`, until every compared cell's headline verdict is faster, slower or
+/// equivalent under the sequential boundary; or until `max` rounds were run.
+/// `Spec::repetitions` is the minimum.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Adaptive {
     pub max: u32,
-    pub target_ci_pct: f64,
+    /// The target 95% CI half-width in percent of the mean (none with `until_decided`).
+    pub target_ci_pct: Option<f64>,
+    /// `until = "decided"`: stop once the question is answered (plans stored before this
+    /// option read as false).
+    #[serde(default)]
+    pub until_decided: bool,
 }
 
 /// How the results of a job are judged.

@@ -46,7 +46,8 @@ pub(super) fn one() -> u32 {
     1
 }
 
-/// `repetitions = 5`, or `repetitions = { min = 3, max = 20, target_ci_pct = 1.0 }`.
+/// `repetitions = 5`, `repetitions = { min = 3, max = 20, target_ci_pct = 1.0 }` or
+/// `repetitions = { min = 3, max = 20, until = "decided" }`.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 pub(super) enum RawRepetitions {
@@ -66,6 +67,7 @@ pub(super) struct RawAdaptive {
     pub min: Option<i64>,
     pub max: Option<i64>,
     pub target_ci_pct: Option<f64>,
+    pub until: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -449,7 +449,8 @@ fn adaptive_repetitions_and_analysis_options() {
         s.adaptive,
         Some(Adaptive {
             max: 12,
-            target_ci_pct: 1.5
+            target_ci_pct: Some(1.5),
+            until_decided: false
         })
     );
     assert_eq!(
@@ -494,4 +495,58 @@ fn adaptive_repetitions_and_analysis_options() {
         let e = Spec::parse(&format!("{text}\n{base}")).expect_err(text);
         assert_eq!(e.field, field, "{text}: {e}");
     }
+}
+
+#[test]
+fn repetitions_until_decided() {
+    let base = "name = \"x\"\n[source]\ntarball = \"/x.tar.bz2\"\n[matrix]\nblock_size_kb = [8, 16]\n[workload]\nduration = \"5s\"\n";
+    let s = Spec::parse(&format!(
+        "repetitions = {{ min = 3, max = 20, until = \"decided\" }}\norder = \"interleaved\"\n{base}"
+    ))
+    .expect("valid");
+    assert_eq!(s.repetitions, 3);
+    assert_eq!(
+        s.adaptive,
+        Some(Adaptive {
+            max: 20,
+            target_ci_pct: None,
+            until_decided: true
+        })
+    );
+    // The minimum is queued; the scheduler adds the rest one round at a time.
+    assert_eq!(s.plan().runs.len(), 6);
+    for (text, field) in [
+        (
+            "repetitions = { min = 3, max = 20, until = \"significant\" }",
+            "repetitions.until",
+        ),
+        (
+            "repetitions = { min = 3, max = 20, until = \"decided\", target_ci_pct = 1 }",
+            "repetitions.until",
+        ),
+        (
+            "repetitions = { min = 1, max = 20, until = \"decided\" }",
+            "repetitions.min",
+        ),
+        (
+            "repetitions = { min = 8, max = 5, until = \"decided\" }",
+            "repetitions.max",
+        ),
+    ] {
+        let e = Spec::parse(&format!("{text}\n{base}")).expect_err(text);
+        assert_eq!(e.field, field, "{text}: {e}");
+    }
+}
+
+#[test]
+fn adaptive_plans_stored_before_until_read_as_a_target() {
+    let a: Adaptive = serde_json::from_str(r#"{"max":12,"target_ci_pct":1.5}"#).expect("old plan");
+    assert_eq!(
+        a,
+        Adaptive {
+            max: 12,
+            target_ci_pct: Some(1.5),
+            until_decided: false
+        }
+    );
 }

@@ -44,10 +44,16 @@ fn variant_line(w: &blocklab_spec::Workload) -> String {
 pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
     let mut out = String::new();
     let repetitions = match spec.adaptive {
-        Some(a) => format!(
-            "{} to {} repetitions (until every 95% CI is within {}% of its mean)",
-            spec.repetitions, a.max, a.target_ci_pct
-        ),
+        Some(a) => match a.target_ci_pct {
+            Some(t) => format!(
+                "{} to {} repetitions (until every 95% CI is within {t}% of its mean)",
+                spec.repetitions, a.max
+            ),
+            None => format!(
+                "{} to {} repetitions (until every cell is decided, sequential boundary)",
+                spec.repetitions, a.max
+            ),
+        },
         None => format!("{} repetitions", spec.repetitions),
     };
     let _ = writeln!(

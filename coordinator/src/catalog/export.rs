@@ -312,9 +312,10 @@ fn plan_links(plan: Option<&JobPlan>, cells: &mut [ExportCell]) -> Option<Analys
     Some(AnalysisOptions {
         equivalence_pct: spec.analysis.equivalence_pct,
         exclude_suspect: spec.analysis.exclude_suspect,
-        target_ci_pct: spec.adaptive.map(|a| a.target_ci_pct),
+        target_ci_pct: spec.adaptive.and_then(|a| a.target_ci_pct),
         min_repetitions: spec.repetitions,
         max_repetitions: spec.adaptive.map_or(spec.repetitions, |a| a.max),
+        until_decided: spec.adaptive.is_some_and(|a| a.until_decided),
     })
 }
 

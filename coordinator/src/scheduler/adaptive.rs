@@ -2,6 +2,12 @@
 //! each cell, in the job's order) is added while some cell's 95% CI half-width of the
 //! headline metric is wider than the target (in percent of its mean), until the maximum
 //! number of rounds. Every completed run counts (as in the default statistics).
+//!
+//! With `until = "decided"` a round is added while some compared cell's headline verdict
+//! (the job's results, as `results` shows them) is neither faster, slower nor equivalent;
+//! those verdicts already use the sequential boundary of the job's looks
+//! (`blocklab_report::stats::sequential`), so stopping at the first decided look keeps the
+//! false positives within alpha.
 
 use blocklab_report::{analysis, stats};
 use blocklab_spec::{Plan, Spec};
@@ -12,9 +18,31 @@ use crate::catalog::export::export_job;
 /// Why no round is added, or that one is.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Decision {
-    TargetReached { rounds: u32 },
-    MaxReached { rounds: u32, widest_pct: f64 },
-    AddRound { round: u32, widest_pct: f64 },
+    TargetReached {
+        rounds: u32,
+    },
+    MaxReached {
+        rounds: u32,
+        widest_pct: f64,
+    },
+    AddRound {
+        round: u32,
+        widest_pct: f64,
+    },
+    /// `until = "decided"`: every compared cell is decided.
+    Decided {
+        rounds: u32,
+    },
+    /// `until = "decided"`: cells still undecided at the maximum.
+    UndecidedAtMax {
+        rounds: u32,
+        undecided: usize,
+    },
+    /// `until = "decided"`: cells still undecided, another round.
+    AddUndecidedRound {
+        round: u32,
+        undecided: usize,
+    },
 }
 
 impl Scheduler {
@@ -35,11 +63,16 @@ impl Scheduler {
             .map(|r| r.repetition + 1)
             .max()
             .unwrap_or(0);
-        let widest = widest_ci_pct(&export);
-        let decision = decide(rounds, adaptive.max, adaptive.target_ci_pct, widest);
+        let decision = match adaptive.target_ci_pct {
+            Some(target) if !adaptive.until_decided => {
+                decide(rounds, adaptive.max, target, widest_ci_pct(&export))
+            }
+            _ => decide_sequential(rounds, adaptive.max, undecided_cells(&export)),
+        };
         tracing::info!(job_id, ?decision, "adaptive repetitions");
-        let Decision::AddRound { round, .. } = decision else {
-            return Ok(false);
+        let round = match decision {
+            Decision::AddRound { round, .. } | Decision::AddUndecidedRound { round, .. } => round,
+            _ => return Ok(false),
         };
         let next_sequence = export
             .runs
@@ -79,6 +112,34 @@ fn widest_ci_pct(export: &blocklab_measure::job::JobExport) -> f64 {
             }
         })
         .fold(0.0, f64::max)
+}
+
+/// The compared cells (those with a baseline cell) whose headline verdict is not yet
+/// faster, slower or equivalent; every cell counts when the headline metric has no runs yet.
+fn undecided_cells(export: &blocklab_measure::job::JobExport) -> usize {
+    let Ok(metric) = blocklab_report::resolve("", export) else {
+        return export.cells.len().max(1);
+    };
+    analysis::cell_results(export, &metric)
+        .iter()
+        .filter(|c| !c.is_baseline && c.baseline_cell_index.is_some())
+        .filter(|c| !stats::sequential::is_decided(&c.verdict))
+        .count()
+}
+
+/// `until = "decided"`: whether to add round number `rounds` (0-based) given the compared
+/// cells still undecided.
+pub(crate) fn decide_sequential(rounds: u32, max: u32, undecided: usize) -> Decision {
+    if undecided == 0 {
+        Decision::Decided { rounds }
+    } else if rounds >= max {
+        Decision::UndecidedAtMax { rounds, undecided }
+    } else {
+        Decision::AddUndecidedRound {
+            round: rounds,
+            undecided,
+        }
+    }
 }
 
 /// Whether to add round number `rounds` (0-based) given the widest CI so far.
@@ -125,6 +186,62 @@ mod tests {
                 round: 4,
                 widest_pct: f64::INFINITY
             }
+        );
+    }
+
+    #[test]
+    fn rounds_are_added_until_every_cell_is_decided_or_the_maximum() {
+        assert_eq!(decide_sequential(5, 20, 0), Decision::Decided { rounds: 5 });
+        assert_eq!(
+            decide_sequential(5, 20, 2),
+            Decision::AddUndecidedRound {
+                round: 5,
+                undecided: 2
+            }
+        );
+        assert_eq!(
+            decide_sequential(20, 20, 1),
+            Decision::UndecidedAtMax {
+                rounds: 20,
+                undecided: 1
+            }
+        );
+        // Decided at the maximum is decided.
+        assert_eq!(
+            decide_sequential(20, 20, 0),
+            Decision::Decided { rounds: 20 }
+        );
+    }
+
+    /// A synthetic interleaved job of `n` rounds (baseline, A/A replicate, +3%, +5% tps)
+    /// under `until = "decided"` from 3 to 20 rounds.
+    fn synthetic(n: u32, cv_pct: f64, effects_pct: Vec<f64>) -> blocklab_measure::job::JobExport {
+        use blocklab_report::calibration::{Prng, Scenario, synthetic_job};
+        let s = Scenario {
+            rounds_as_blocks: true,
+            all_columns: false,
+            effects_pct,
+            ..Scenario::new(n, cv_pct, 0.0)
+        };
+        let mut job = synthetic_job(&s, &mut Prng::new(5));
+        if let Some(a) = job.analysis.as_mut() {
+            a.until_decided = true;
+            a.min_repetitions = 3;
+            a.max_repetitions = 20;
+        }
+        job
+    }
+
+    #[test]
+    fn the_compared_cells_not_yet_decided_are_counted() {
+        // Three rounds at CV 5%: none of the 3 compared cells can be decided yet.
+        assert_eq!(undecided_cells(&synthetic(3, 5.0, vec![3.0, 5.0])), 3);
+        // Twenty quiet rounds: the replicate is equivalent and +10%, +20% are faster.
+        let job = synthetic(20, 0.3, vec![10.0, 20.0]);
+        assert_eq!(undecided_cells(&job), 0);
+        assert_eq!(
+            decide_sequential(20, 20, undecided_cells(&job)),
+            Decision::Decided { rounds: 20 }
         );
     }
 }

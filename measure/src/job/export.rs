@@ -39,6 +39,10 @@ pub struct AnalysisOptions {
     pub target_ci_pct: Option<f64>,
     pub min_repetitions: u32,
     pub max_repetitions: u32,
+    /// `until = "decided"`: rounds were added until every compared cell was decided, and the
+    /// verdicts use the sequential boundary over the looks from `min_repetitions` to
+    /// `max_repetitions`.
+    pub until_decided: bool,
 }
 
 /// One cell of the job's matrix.

@@ -34,6 +34,9 @@ pub(super) struct Design {
     pub rounds_are_blocks: bool,
     /// The job's maximum of repetitions (0: none).
     pub max_repetitions: u32,
+    /// The level the q-values are compared with: ALPHA, or a look's level under the
+    /// sequential boundary (`until = "decided"`, [`stats::sequential`]).
+    pub alpha: f64,
 }
 
 impl Design {
@@ -169,7 +172,7 @@ pub(super) fn judge(
                 q: s.q_value,
                 tost_q: s.tost_q_value,
             };
-            let verdict = stats::verdict(metric, evidence);
+            let verdict = stats::verdict_at(metric, evidence, design.alpha);
             s.verdict = verdict.to_string();
             if let (Verdict::Inconclusive, Some(t)) = (verdict, t) {
                 match t.change.rounds_to_equivalence(band_pct, design.limit(t.n)) {

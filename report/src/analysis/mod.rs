@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use blocklab_measure::job::*;
 
-use crate::stats::{DEFAULT_EQUIVALENCE_PCT, Metric};
+use crate::stats::{self, DEFAULT_EQUIVALENCE_PCT, Metric};
 
 mod baseline;
 mod cell;
@@ -31,6 +31,9 @@ pub struct Options {
     /// The job's run order makes each round a block (one run of every cell, close in time):
     /// interleaved or randomized-block; not sequential or shuffled.
     pub rounds_are_blocks: bool,
+    /// `until = "decided"`: the verdicts use the sequential boundary ([`Options::alpha`]).
+    pub until_decided: bool,
+    pub min_repetitions: u32,
 }
 
 /// Whether a recorded run order (`interleaved`, `sequential`, `shuffled(seed=N)`,
@@ -53,6 +56,18 @@ impl Options {
             target_ci_pct: a.target_ci_pct.filter(|t| *t > 0.0),
             max_repetitions: a.max_repetitions,
             rounds_are_blocks: rounds_are_blocks(&export.run_order),
+            until_decided: a.until_decided,
+            min_repetitions: a.min_repetitions,
+        }
+    }
+
+    /// The level of the verdicts: ALPHA, or under `until = "decided"` the level of each look,
+    /// ALPHA over the planned looks from the minimum to the maximum of repetitions.
+    pub fn alpha(&self) -> f64 {
+        if self.until_decided {
+            stats::sequential::look_alpha(self.min_repetitions, self.max_repetitions)
+        } else {
+            stats::ALPHA
         }
     }
 }
@@ -64,7 +79,48 @@ pub const MAX_REPETITIONS_REACHED: &str = "max repetitions reached";
 /// Adaptive repetitions: neither (yet).
 pub const TARGET_NOT_REACHED: &str = "target not reached";
 
-fn target_status(o: &Options, r: &CellResult) -> String {
+/// `until = "decided"`: the cell's headline verdict answers the question; then the rounds.
+pub const SEQUENTIAL_DECIDED: &str = "sequential: decided at round";
+/// `until = "decided"`: the cell is undecided after the maximum of repetitions.
+pub const SEQUENTIAL_MAX_REACHED: &str = "sequential: undecided, max repetitions reached";
+/// `until = "decided"`: the cell is undecided so far.
+pub const SEQUENTIAL_UNDECIDED: &str = "sequential: undecided at round";
+
+/// The rounds a job has run: the highest repetition of its runs, plus one.
+fn rounds_run(export: &JobExport) -> u32 {
+    export
+        .runs
+        .iter()
+        .map(|r| r.repetition + 1)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Where a cell stands under `until = "decided"`: decided (faster, slower or equivalent) at
+/// the job's last round, undecided at the maximum, or undecided so far; the level of a look
+/// follows. Empty for a baseline or uncompared cell.
+fn sequential_status(o: &Options, r: &CellResult, rounds: u32) -> String {
+    if r.is_baseline || r.baseline_cell_index.is_none() {
+        return String::new();
+    }
+    let level = format!(
+        "(alpha {:.4} per look, {} looks)",
+        o.alpha(),
+        stats::sequential::looks(o.min_repetitions, o.max_repetitions)
+    );
+    if stats::sequential::is_decided(&r.verdict) {
+        format!("{SEQUENTIAL_DECIDED} {rounds} {level}")
+    } else if o.max_repetitions > 0 && rounds >= o.max_repetitions {
+        format!("{SEQUENTIAL_MAX_REACHED} ({rounds}) {level}")
+    } else {
+        format!("{SEQUENTIAL_UNDECIDED} {rounds} {level}")
+    }
+}
+
+fn target_status(o: &Options, r: &CellResult, rounds: u32) -> String {
+    if o.until_decided {
+        return sequential_status(o, r, rounds);
+    }
     let Some(target) = o.target_ci_pct else {
         return String::new();
     };
@@ -142,6 +198,7 @@ fn analyse(
             // Rounds of two jobs are not blocks: they ran apart.
             rounds_are_blocks: base.is_none() && o.rounds_are_blocks,
             max_repetitions: o.max_repetitions,
+            alpha: o.alpha(),
         };
         let stats = family::judge(metrics, &t, b.as_deref(), pairs, design);
         (t, stats)
@@ -149,6 +206,7 @@ fn analyse(
     let (runs, primary) = judged(o.exclude_suspect, base_excludes);
     let all_runs = (o.exclude_suspect || base_excludes).then(|| judged(false, false).1);
     let base_cells = base.map_or(&treat.cells, |b| &b.cells);
+    let rounds = rounds_run(treat);
     metrics
         .iter()
         .enumerate()
@@ -167,7 +225,6 @@ fn analyse(
                     r.equivalence_pct = o.equivalence_pct;
                     r.all_runs = all_runs.as_ref().map(|a| a[mi][c].stats.clone());
                     r.target_ci_pct = o.target_ci_pct;
-                    r.target_status = target_status(&o, &r);
                     match &pairs[c] {
                         Pair::Baseline => r.baseline_label = ec.label.clone(),
                         Pair::Against { at, compared_on } => {
@@ -185,6 +242,7 @@ fn analyse(
                     if base.is_some() {
                         r.is_baseline = false;
                     }
+                    r.target_status = target_status(&o, &r, rounds);
                     r
                 })
                 .collect()

@@ -131,3 +131,4 @@ fn compare_matches_on_dimensions_that_vary_inside_a_job() {
 
 mod family;
 mod rounds;
+mod sequential;

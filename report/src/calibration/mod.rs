@@ -10,6 +10,9 @@
 //! per-round multiplicative drift that is a random walk (`drift_r = drift_{r-1} ·
 //! exp(N(0, drift))`) and hits every cell of a round alike, since runs are interleaved. The
 //! PRNG is seeded, so every figure is reproducible.
+//!
+//! [`run_sequential`] does the same for `until = "decided"`: a look after every round, a
+//! stop at the first decided one.
 
 use blocklab_measure::Metric as WorkloadMetric;
 use blocklab_measure::job::*;
@@ -18,8 +21,10 @@ use crate::analysis;
 use crate::stats::Metric;
 
 mod prng;
+mod sequential;
 
 pub use prng::Prng;
+pub use sequential::{SequentialTally, run_looks, run_sequential};
 
 /// What a synthetic job looks like.
 #[derive(Debug, Clone, PartialEq)]

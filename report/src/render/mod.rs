@@ -100,6 +100,15 @@ pub(crate) fn notes(cells: &[CellResult], metric: &Metric) -> String {
             }
         ));
     }
+    if cells
+        .iter()
+        .any(|c| c.target_status.starts_with("sequential"))
+    {
+        out.push_str(
+            "repetitions: until every compared cell is faster, slower or equivalent, or the \
+             maximum; sequential boundary: each look after the minimum tests at 0.05 / looks\n",
+        );
+    }
     if let Some(t) = cells.iter().find_map(|c| c.target_ci_pct) {
         out.push_str(&format!(
             "repetitions: until the 95% CI is within ±{t:.1}% of the mean, or the maximum\n"

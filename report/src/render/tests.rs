@@ -414,3 +414,39 @@ fn the_model_the_mde_and_the_rounds_to_equivalence_are_shown() {
     assert_eq!(lines[2][at("extra_rounds")], "12");
     assert_eq!(lines[3][at("extra_rounds_cannot")], "true");
 }
+
+#[test]
+fn a_job_until_decided_says_its_stopping_rule_and_round() {
+    let mut cells = judged_cells();
+    for c in &mut cells {
+        c.all_runs = None;
+        c.target_ci_pct = None;
+        c.target_status.clear();
+    }
+    cells[1].target_status =
+        "sequential: decided at round 7 (alpha 0.0028 per look, 18 looks)".into();
+    let (head, rows) = table_rows(&cells, false);
+    let at = head
+        .iter()
+        .position(|h| h == "repetitions")
+        .expect("column");
+    assert_eq!(
+        rows[1][at],
+        "sequential: decided at round 7 (alpha 0.0028 per look, 18 looks)"
+    );
+    let text = render_results(
+        &QueryResults {
+            cells,
+            ..Default::default()
+        },
+        Format::Table,
+    );
+    assert!(
+        text.contains(
+            "repetitions: until every compared cell is faster, slower or equivalent, or the \
+             maximum; sequential boundary: each look after the minimum tests at 0.05 / looks"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("until the 95% CI is within"), "{text}");
+}

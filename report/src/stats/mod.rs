@@ -19,13 +19,15 @@
 //! - Power: the minimum detectable change at 80% power and the rounds an inconclusive
 //!   comparison would need ([`Ratio::mde_pct`], [`Ratio::rounds_to_equivalence`]).
 //! - Many comparisons: Benjamini–Hochberg q-values across a job's family ([`fdr`]).
-//! - Verdict: [`verdict`] (faster, slower, equivalent, inconclusive, ...).
+//! - Verdict: [`verdict`] (faster, slower, equivalent, inconclusive, ...); under
+//!   `until = "decided"` at the look's level ([`sequential`], [`verdict_at`]).
 //! - Suspect runs: see [`SUSPECT_RULE`] and [`select_runs`].
 
 pub mod fdr;
 mod linear;
 mod metric;
 pub mod ratio;
+pub mod sequential;
 pub mod tost;
 mod verdict;
 mod welch;
@@ -33,7 +35,7 @@ mod welch;
 pub use metric::{DESCRIPTIVE_UNITS, Metric, StatsError};
 pub use ratio::{MAX_EXTRA_ROUNDS, Model, POWER, Ratio, Run, compare, delta, log_band, pct_of_log};
 pub use tost::{Tost, tost};
-pub use verdict::{Evidence, Verdict, verdict};
+pub use verdict::{Evidence, Verdict, verdict, verdict_at};
 pub use welch::{
     ALPHA, Change, Summary, mean_stddev, pct_change, summarize, t_cdf, t_ppf, t_quantile,
     t_two_sided_p, welch,

@@ -65,6 +65,12 @@ pub struct Evidence<'a> {
 /// even when it is also significant); faster or slower when the q-value is below ALPHA and
 /// the 95% CI of the change excludes 0; otherwise inconclusive.
 pub fn verdict(metric: &Metric, e: Evidence<'_>) -> Verdict {
+    verdict_at(metric, e, ALPHA)
+}
+
+/// [`verdict`] with the q-values compared with `alpha` instead of ALPHA: the level of a look
+/// under the sequential boundary ([`super::sequential`]).
+pub fn verdict_at(metric: &Metric, e: Evidence<'_>, alpha: f64) -> Verdict {
     let Some(c) = e.change else {
         return Verdict::InsufficientData;
     };
@@ -76,10 +82,10 @@ pub fn verdict(metric: &Metric, e: Evidence<'_>) -> Verdict {
     if metric.is_descriptive() {
         return Verdict::NoVerdict;
     }
-    if e.tost_q.is_some_and(|q| q < ALPHA) {
+    if e.tost_q.is_some_and(|q| q < alpha) {
         return Verdict::Equivalent;
     }
-    if e.q.is_some_and(|q| q < ALPHA) && c.excludes_zero() {
+    if e.q.is_some_and(|q| q < alpha) && c.excludes_zero() {
         if (c.log_ratio > 0.0) == metric.higher_is_better() {
             Verdict::Faster
         } else {

@@ -1,4 +1,5 @@
-//! How a job's results are judged: `repetitions` (fixed or adaptive), `equivalence_pct`,
+//! How a job's results are judged: `repetitions` (fixed, adaptive to a target CI, or until
+//! decided), `equivalence_pct`,
 //! `suspect_runs`, and the variants other variants are compared with.
 
 use crate::error::SpecError;
@@ -39,10 +40,36 @@ pub(super) fn repetitions(r: &RawRepetitions) -> Result<(u32, Option<Adaptive>),
                     format!("{max} is less than repetitions.min ({min})"),
                 ));
             }
+            let until_decided = match a.until.as_deref() {
+                None => false,
+                Some("decided") => true,
+                Some(other) => {
+                    return Err(SpecError::new(
+                        "repetitions.until",
+                        format!("{other:?} is not allowed; use \"decided\""),
+                    ));
+                }
+            };
+            if until_decided {
+                if a.target_ci_pct.is_some() {
+                    return Err(SpecError::new(
+                        "repetitions.until",
+                        "until = \"decided\" and target_ci_pct exclude each other; give one",
+                    ));
+                }
+                return Ok((
+                    min,
+                    Some(Adaptive {
+                        max,
+                        target_ci_pct: None,
+                        until_decided: true,
+                    }),
+                ));
+            }
             let target = a.target_ci_pct.ok_or_else(|| {
                 SpecError::new(
                     "repetitions.target_ci_pct",
-                    "adaptive repetitions need a target 95% CI half-width in percent of the mean (e.g. 1.0)",
+                    "adaptive repetitions need a target 95% CI half-width in percent of the mean (e.g. 1.0), or until = \"decided\"",
                 )
             })?;
             if !(target.is_finite() && target > 0.0 && target <= 100.0) {
@@ -55,7 +82,8 @@ pub(super) fn repetitions(r: &RawRepetitions) -> Result<(u32, Option<Adaptive>),
                 min,
                 Some(Adaptive {
                     max,
-                    target_ci_pct: target,
+                    target_ci_pct: Some(target),
+                    until_decided: false,
                 }),
             ))
         }

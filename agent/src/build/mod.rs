@@ -17,13 +17,16 @@ use tokio::sync::OnceCell;
 
 use crate::error::AgentError;
 use crate::fsutil::{create_dir_0755, lock_file, lock_file_shared, make_world_readable, unix_now};
-use crate::options::{AllowedSources, BuildSpec, cache_key, major_version};
+use crate::options::{BuildSpec, cache_key, major_version};
 use crate::process::{Cmd, RunAs};
 use crate::users::own_dir;
 use source::{SourceTree, prepare};
 
+mod allow;
 pub mod progress;
 pub mod source;
+
+pub use allow::AllowedSources;
 
 pub const MARKER: &str = ".blocklab-complete";
 const CONFIGURE_TIMEOUT: Duration = Duration::from_secs(10 * 60);

@@ -11,11 +11,11 @@ use blocklab_proto::task_result;
 use blocklab_spec::Stage;
 
 use crate::AgentConfig;
+use crate::build::AllowedSources;
 use crate::build::BuildCache;
 use crate::cluster::{self, Cluster};
 use crate::error::AgentError;
 use crate::fsutil::{create_dir_0755, open_own_dir_for_others, open_own_temp_ancestors};
-use crate::options::AllowedSources;
 use crate::process::RunAs;
 use crate::users::{check_traversable, resolve_pg_user, take_build_cache};
 

@@ -1,8 +1,5 @@
 //! Validation of build options and the build cache key. Pure functions, no I/O beyond
 //! checking that the tarball exists.
-
-mod allow;
-pub use allow::AllowedSources;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};

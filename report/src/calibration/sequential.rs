@@ -7,7 +7,8 @@
 
 use blocklab_measure::job::JobExport;
 
-use super::{Prng, Scenario, synthetic_job};
+use super::prng::Prng;
+use super::synthetic::{Scenario, synthetic_job};
 use crate::analysis;
 use crate::stats::{Metric, sequential};
 

@@ -26,6 +26,7 @@
 pub mod fdr;
 mod linear;
 mod metric;
+mod power;
 pub mod ratio;
 pub mod sequential;
 pub mod tost;
@@ -33,7 +34,8 @@ mod verdict;
 mod welch;
 
 pub use metric::{DESCRIPTIVE_UNITS, Metric, StatsError};
-pub use ratio::{MAX_EXTRA_ROUNDS, Model, POWER, Ratio, Run, compare, delta, log_band, pct_of_log};
+pub use power::{MAX_EXTRA_ROUNDS, POWER, log_band};
+pub use ratio::{Model, Ratio, Run, compare, delta, pct_of_log};
 pub use tost::{Tost, tost};
 pub use verdict::{Evidence, Verdict, verdict, verdict_at};
 pub use welch::{

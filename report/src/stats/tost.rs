@@ -8,7 +8,8 @@
 //! CI, `Δ ± t(0.95, df)·se`, lies inside `(L, U)`, that is when the 90% CI of the % change lies
 //! inside `(-band, +band)`.
 
-use super::ratio::{Ratio, log_band, pct_of_log};
+use super::power::log_band;
+use super::ratio::{Ratio, pct_of_log};
 use super::welch::{ALPHA, t_cdf, t_ppf};
 
 /// The equivalence test of a comparison.

@@ -19,10 +19,6 @@
 use super::linear;
 use super::welch::{Summary, summarize, t_quantile, t_two_sided_p};
 
-mod power;
-
-pub use power::{MAX_EXTRA_ROUNDS, POWER, log_band};
-
 /// The model a comparison was estimated with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Model {
@@ -184,7 +180,7 @@ pub fn delta(base: &Summary, treat: &Summary) -> Option<Ratio> {
 
 /// Welch's standard error and Welch–Satterthwaite df from each side's per-run variance and
 /// run count.
-fn welch_se_df(vb: f64, vt: f64, nb: f64, nt: f64) -> (f64, f64) {
+pub(super) fn welch_se_df(vb: f64, vt: f64, nb: f64, nt: f64) -> (f64, f64) {
     let (ub, ut) = (vb / nb, vt / nt);
     let df = (ub + ut).powi(2) / (ub.powi(2) / (nb - 1.0) + ut.powi(2) / (nt - 1.0));
     ((ub + ut).sqrt(), df)

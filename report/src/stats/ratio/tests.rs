@@ -6,6 +6,7 @@
 //! MDE and rounds computed from those with `scipy.stats.t`).
 
 use super::super::linear::cell_effect;
+use super::super::power::{MAX_EXTRA_ROUNDS, log_band};
 use super::super::tost::tost;
 use super::super::welch::{summarize, t_quantile, t_two_sided_p};
 use super::*;

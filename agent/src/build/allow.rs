@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Source;
 use crate::error::AgentError;
+use crate::options::Source;
 
 /// The agent's allowed sources; empty allows every source.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -12,8 +12,8 @@
 //!   k))` over its `r` rounds and `df_k = df + k·(df added per round)`. None when even `limit`
 //!   rounds are not enough (always so when `Δ` is outside the band).
 
-use super::super::welch::{ALPHA, t_ppf};
-use super::{Growth, Ratio, pct_of_log, welch_se_df};
+use super::ratio::{Growth, Ratio, pct_of_log, welch_se_df};
+use super::welch::{ALPHA, t_ppf};
 
 /// The power the minimum detectable change is computed at.
 pub const POWER: f64 = 0.8;

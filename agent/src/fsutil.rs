@@ -21,7 +21,7 @@ pub fn create_dir_0755(dir: &Path) -> Result<(), AgentError> {
 
 /// `path` opened without following a link in its place (`O_NOFOLLOW`): a link planted there
 /// fails with ELOOP, and what it points to is never touched.
-fn open_nofollow(path: &Path) -> std::io::Result<File> {
+pub fn open_nofollow(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .read(true)

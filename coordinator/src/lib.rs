@@ -16,7 +16,7 @@ pub mod error;
 pub mod fleet;
 /// The Fleet fuzz target's body (`fuzz/`), built only with the `fuzzing` feature.
 #[cfg(feature = "fuzzing")]
-pub mod fuzzing;
+pub use fleet::fuzzing;
 pub mod leader;
 pub mod listen;
 pub mod prometheus;

@@ -64,11 +64,7 @@ fn keep_server_log(c: &Cluster) {
         let to = dir.join(format!("{}.log", c.run_id));
         if std::fs::rename(&from, &to).is_err() {
             // Another file system: copy what the name holds, never through a link.
-            use std::os::unix::fs::OpenOptionsExt;
-            let mut src = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&from)?;
+            let mut src = crate::fsutil::open_nofollow(&from)?;
             std::io::copy(&mut src, &mut std::fs::File::create(&to)?)?;
         }
         let mut logs: Vec<(std::time::SystemTime, std::path::PathBuf)> = std::fs::read_dir(dir)?

@@ -168,35 +168,10 @@ pub fn routes(gate: Arc<Gate>) -> axum::Router {
 /// Whether the query string names a `token` parameter (with or without a value, in any
 /// case, percent-encoded or not, separated by `&` or `;`).
 fn query_has_token(query: &str) -> bool {
-    query.split(['&', ';']).any(|kv| {
-        kv.split('=')
-            .next()
-            .is_some_and(|k| percent_decoded(k).eq_ignore_ascii_case("token"))
-    })
-}
-
-/// `text` with `%XX` escapes and `+` decoded (bytes that are not UTF-8 replaced).
-fn percent_decoded(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                (Some(h), Some(l)) => {
-                    out.push((h * 16 + l) as u8);
-                    i += 3;
-                    continue;
-                }
-                _ => out.push(b'%'),
-            },
-            b'+' => out.push(b' '),
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    query
+        .split(';')
+        .flat_map(|part| form_urlencoded::parse(part.as_bytes()))
+        .any(|(k, _)| k.eq_ignore_ascii_case("token"))
 }
 
 /// A request a browser sent from another site: its `Origin` names another host than the

@@ -29,6 +29,9 @@ use crate::catalog::{Catalog, HostRecord};
 use crate::error::status;
 
 pub(crate) mod convert;
+/// The Fleet fuzz target's body (`fuzz/`), built only with the `fuzzing` feature.
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod hello;
 pub mod limits;
 

@@ -50,29 +50,22 @@ pub struct Tally {
 }
 
 impl Tally {
-    fn rate(k: u32, n: u32) -> f64 {
-        if n == 0 {
-            0.0
-        } else {
-            f64::from(k) / f64::from(n)
-        }
-    }
     /// False-positive rate per A/A comparison.
     pub fn fpr(&self) -> f64 {
-        Tally::rate(self.aa_false_positives, self.aa_comparisons)
+        synthetic::share(self.aa_false_positives, self.aa_comparisons)
     }
     pub fn fpr_tps(&self) -> f64 {
-        Tally::rate(self.aa_tps_false_positives, self.jobs)
+        synthetic::share(self.aa_tps_false_positives, self.jobs)
     }
     pub fn raw_p_rate_tps(&self) -> f64 {
-        Tally::rate(self.aa_tps_raw_p_below_alpha, self.jobs)
+        synthetic::share(self.aa_tps_raw_p_below_alpha, self.jobs)
     }
     pub fn equivalent_tps(&self) -> f64 {
-        Tally::rate(self.aa_tps_equivalent, self.jobs)
+        synthetic::share(self.aa_tps_equivalent, self.jobs)
     }
     /// Share of jobs where the k-th treatment cell's tps came out faster.
     pub fn power(&self, k: usize) -> f64 {
-        Tally::rate(self.detected.get(k).copied().unwrap_or(0), self.jobs)
+        synthetic::share(self.detected.get(k).copied().unwrap_or(0), self.jobs)
     }
 }
 

@@ -8,7 +8,7 @@
 use blocklab_measure::job::JobExport;
 
 use super::prng::Prng;
-use super::synthetic::{Scenario, synthetic_job};
+use super::synthetic::{Scenario, share, synthetic_job};
 use crate::analysis;
 use crate::stats::{Metric, sequential};
 
@@ -35,34 +35,27 @@ pub struct SequentialTally {
 }
 
 impl SequentialTally {
-    fn rate(k: u32, n: u32) -> f64 {
-        if n == 0 {
-            0.0
-        } else {
-            f64::from(k) / f64::from(n)
-        }
-    }
     /// Share of jobs whose A/A tps came out faster or slower at the stop.
     pub fn fpr_tps(&self) -> f64 {
-        Self::rate(self.aa_tps_false_positives, self.jobs)
+        share(self.aa_tps_false_positives, self.jobs)
     }
     /// ... at any look.
     pub fn fpr_tps_any_look(&self) -> f64 {
-        Self::rate(self.aa_tps_false_positives_any_look, self.jobs)
+        share(self.aa_tps_false_positives_any_look, self.jobs)
     }
     /// Share of A/A comparisons (all columns) faster or slower at the stop.
     pub fn fpr(&self) -> f64 {
-        Self::rate(self.aa_false_positives, self.aa_comparisons)
+        share(self.aa_false_positives, self.aa_comparisons)
     }
     pub fn equivalent_tps(&self) -> f64 {
-        Self::rate(self.aa_tps_equivalent, self.jobs)
+        share(self.aa_tps_equivalent, self.jobs)
     }
     /// Share of jobs where the k-th treatment cell's tps came out faster.
     pub fn power(&self, k: usize) -> f64 {
-        Self::rate(self.detected.get(k).copied().unwrap_or(0), self.jobs)
+        share(self.detected.get(k).copied().unwrap_or(0), self.jobs)
     }
     pub fn decided_rate(&self) -> f64 {
-        Self::rate(self.decided, self.jobs)
+        share(self.decided, self.jobs)
     }
     /// The mean number of rounds a job used.
     pub fn mean_rounds(&self) -> f64 {

@@ -135,3 +135,12 @@ pub fn synthetic_job(s: &Scenario, rng: &mut Prng) -> JobExport {
         ..Default::default()
     }
 }
+
+/// `k` out of `n` as a share (0 when `n` is 0): the rates the tallies report.
+pub(super) fn share(k: u32, n: u32) -> f64 {
+    if n == 0 {
+        0.0
+    } else {
+        f64::from(k) / f64::from(n)
+    }
+}

@@ -6,7 +6,9 @@
 # same without drift, with only tps varying (a family of 3 comparisons instead of 24), and with
 # each round a block (the model of an interleaved job: ln y ~ cell + round); last, repetitions
 # until = "decided" (a look after every round from 3 to a maximum of 5-20, the sequential
-# boundary), with the naive rule (0.05 at every look) beside it.
+# boundary), with the naive rule (0.05 at every look) beside it; then with one run in ten
+# disturbed (four times the CV: heavy tails), and the demo's own design (2 cells, A/A).
+# Each fixed-n table starts at n = 2 and shows the rates before the "too few runs" gate too.
 # Deterministic (seeded); no database, no network.
 #
 #   bash bench/verdict-calibration.sh            # 2000 jobs per row
@@ -33,3 +35,9 @@ echo "== with drift, all 8 pgbench columns, each round a block (an interleaved j
 echo
 echo "== until = \"decided\", with drift, each round a block (SEQ_JOBS jobs per row)"
 "$bin" "${SEQ_JOBS:-1000}" "$drift" sequential
+echo
+echo "== with drift, each round a block, one run in ten disturbed (4x the CV)"
+"$bin" "$jobs" "$drift" rounds disturbed
+echo
+echo "== the demo's design (2 cells, A/A, within rounds), one run in ten disturbed"
+"$bin" "$jobs" "$drift" demo disturbed

@@ -71,7 +71,8 @@ both_ways!(
         target_ci_pct,
         min_repetitions,
         max_repetitions,
-        until_decided
+        until_decided,
+        budget_seconds
     ],
     [],
     []

@@ -5,7 +5,9 @@
 //! `cargo run --release -p blocklab-report --example calibration [JOBS] [DRIFT_PCT] [tps-only]
 //! [rounds] [sequential]` (`bench/verdict-calibration.sh`); `rounds`: the jobs record an
 //! interleaved run order, so each comparison is estimated within rounds (else Welch's);
-//! `sequential`: `until = "decided"` from 3 rounds to a maximum of 5 to 20, within rounds.
+//! `sequential`: `until = "decided"` from 3 rounds to a maximum of 5 to 20, within rounds;
+//! `disturbed`: one run in ten has four times the CV (heavy tails); `demo`: the demo's design
+//! (2 cells, interleaved, all columns) as an A/A job, at fixed n and under `until = "decided"`.
 
 use blocklab_report::calibration::{self, Scenario};
 
@@ -14,6 +16,15 @@ fn main() {
     let jobs: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
     let drift: f64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(0.5);
     let rest: Vec<String> = args.collect();
+    let disturbed = if rest.iter().any(|a| a == "disturbed") {
+        0.1
+    } else {
+        0.0
+    };
+    if rest.iter().any(|a| a == "demo") {
+        demo(jobs, drift, disturbed);
+        return;
+    }
     if rest.iter().any(|a| a == "sequential") {
         sequential(jobs, drift);
         return;
@@ -30,28 +41,32 @@ fn main() {
     );
     println!(
         "per-round drift: random walk, step sd {drift}%; equivalence band 2% (default); seeded; \
-         model: {}",
-        if rounds_as_blocks { "rounds" } else { "welch" }
+         model: {}; disturbed runs: {:.0}%",
+        if rounds_as_blocks { "rounds" } else { "welch" },
+        100.0 * disturbed
     );
     println!();
     println!(
-        "| n | CV | FPR (A/A, all columns) | FPR (A/A, tps) | jobs with any A/A FP | A/A tps equivalent | raw p<0.05 (A/A tps) | power +3% | power +5% | +3% or +5% called slower |"
+        "| n | CV | FPR (A/A, all columns) | FPR (A/A, tps) | before the gate: all columns | before the gate: tps | jobs with any A/A FP | A/A tps equivalent | raw p<0.05 (A/A tps) | power +3% | power +5% | +3% or +5% called slower |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let pct = |x: f64| format!("{:.1}%", 100.0 * x);
-    for n in [3, 4, 5, 6, 8, 10] {
+    for n in [2, 3, 4, 5, 6, 8, 10] {
         for cv in [1.0, 2.0, 3.0, 5.0] {
             let s = Scenario {
                 all_columns,
                 rounds_as_blocks,
+                disturbed_share: disturbed,
                 ..Scenario::new(n, cv, drift)
             };
             let seed = 0x5eed_0000 + u64::from(n) * 100 + cv as u64;
             let t = calibration::run(&s, jobs, seed);
             println!(
-                "| {n} | {cv:.0}% | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {n} | {cv:.0}% | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 pct(t.fpr()),
                 pct(t.fpr_tps()),
+                pct(t.fpr_ungated()),
+                pct(t.fpr_tps_ungated()),
                 pct(f64::from(t.aa_jobs_with_false_positive) / f64::from(t.jobs)),
                 pct(t.equivalent_tps()),
                 pct(t.raw_p_rate_tps()),
@@ -98,6 +113,65 @@ fn sequential(jobs: u32, drift: f64) {
                 pct(t.equivalent_tps()),
                 pct(t.power(0)),
                 pct(t.power(1)),
+                pct(t.decided_rate()),
+                t.mean_rounds(),
+            );
+        }
+    }
+}
+
+/// The demo's design as an A/A job: 2 cells (the baseline and a replicate of it),
+/// interleaved (model: rounds), all 8 pgbench columns; at a fixed n of 2 to 10, then under
+/// `until = "decided"` from 3 rounds to a maximum of 6, 8 and 10.
+fn demo(jobs: u32, drift: f64, disturbed: f64) {
+    println!(
+        "the demo's design, A/A: {jobs} jobs per row; 2 cells (baseline, replicate); all 8 \
+         pgbench columns; interleaved (model: rounds); drift step sd {drift}%; disturbed runs: \
+         {:.0}%; seeded",
+        100.0 * disturbed
+    );
+    println!();
+    let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+    let scenario = |n: u32, cv: f64| Scenario {
+        rounds_as_blocks: true,
+        disturbed_share: disturbed,
+        effects_pct: Vec::new(),
+        ..Scenario::new(n, cv, drift)
+    };
+    println!(
+        "| n | CV | FP tps | FP tps before the gate | FPR all columns | before the gate | equivalent tps |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for n in [2, 3, 4, 5, 6, 8, 10] {
+        for cv in [1.0, 2.0, 3.0] {
+            let seed = 0xde30_0000 + u64::from(n) * 100 + cv as u64;
+            let t = calibration::run(&scenario(n, cv), jobs, seed);
+            println!(
+                "| {n} | {cv:.0}% | {} | {} | {} | {} | {} |",
+                pct(t.fpr_tps()),
+                pct(t.fpr_tps_ungated()),
+                pct(t.fpr()),
+                pct(t.fpr_ungated()),
+                pct(t.equivalent_tps()),
+            );
+        }
+    }
+    println!();
+    println!(
+        "| until decided, max | CV | looks | FP tps at the stop | at any look | FPR all columns | equivalent tps | decided | mean rounds |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for max in [6, 8, 10] {
+        for cv in [1.0, 2.0, 3.0] {
+            let seed = 0xde35_0000 + u64::from(max) * 100 + cv as u64;
+            let t = calibration::run_sequential(&scenario(max, cv), 3, max, jobs, seed);
+            println!(
+                "| {max} | {cv:.0}% | {} | {} | {} | {} | {} | {} | {:.1} |",
+                max - 2,
+                pct(t.fpr_tps()),
+                pct(t.fpr_tps_any_look()),
+                pct(t.fpr()),
+                pct(t.equivalent_tps()),
                 pct(t.decided_rate()),
                 t.mean_rounds(),
             );

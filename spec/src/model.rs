@@ -119,6 +119,11 @@ pub struct Adaptive {
     /// option read as false).
     #[serde(default)]
     pub until_decided: bool,
+    /// `budget = "10m"`: no round is added that would take the job's measured runs (from a
+    /// run's start to its end; builds are separate tasks) past this time, at the cost per
+    /// round measured so far.
+    #[serde(default)]
+    pub budget: Option<std::time::Duration>,
 }
 
 /// How the results of a job are judged.

@@ -12,6 +12,9 @@ pub(super) struct RawSpec {
     pub kind: Option<String>,
     #[serde(default)]
     pub repetitions: RawRepetitions,
+    /// `budget = "10m"`: the measured runs' time that adaptive repetitions may spend.
+    #[serde(default)]
+    pub budget: Option<String>,
     #[serde(default)]
     pub order: Option<String>,
     #[serde(default)]

@@ -450,7 +450,8 @@ fn adaptive_repetitions_and_analysis_options() {
         Some(Adaptive {
             max: 12,
             target_ci_pct: Some(1.5),
-            until_decided: false
+            until_decided: false,
+            budget: None
         })
     );
     assert_eq!(
@@ -510,7 +511,8 @@ fn repetitions_until_decided() {
         Some(Adaptive {
             max: 20,
             target_ci_pct: None,
-            until_decided: true
+            until_decided: true,
+            budget: None
         })
     );
     // The minimum is queued; the scheduler adds the rest one round at a time.
@@ -546,7 +548,38 @@ fn adaptive_plans_stored_before_until_read_as_a_target() {
         Adaptive {
             max: 12,
             target_ci_pct: Some(1.5),
-            until_decided: false
+            until_decided: false,
+            budget: None
         }
     );
+}
+
+#[test]
+fn a_budget_bounds_adaptive_repetitions() {
+    let base = "name = \"x\"\n[source]\ntarball = \"/x.tar.bz2\"\n[matrix]\nblock_size_kb = [8, 16]\n[workload]\nduration = \"5s\"\n";
+    let s = Spec::parse(&format!(
+        "repetitions = {{ min = 3, max = 20, until = \"decided\" }}\nbudget = \"10m\"\n{base}"
+    ))
+    .expect("valid");
+    assert_eq!(
+        s.adaptive.and_then(|a| a.budget),
+        Some(std::time::Duration::from_secs(600))
+    );
+    for (text, want) in [
+        (
+            "budget = \"10m\"",
+            "budget: a budget bounds the rounds adaptive repetitions add",
+        ),
+        (
+            "repetitions = { min = 3, max = 20, until = \"decided\" }\nbudget = \"soon\"",
+            "budget: cannot parse \"soon\" as a duration",
+        ),
+        (
+            "repetitions = { min = 3, max = 20, until = \"decided\" }\nbudget = \"5s\"",
+            "budget: must be between 10s and 7days",
+        ),
+    ] {
+        let e = Spec::parse(&format!("{text}\n{base}")).expect_err(text);
+        assert!(e.to_string().starts_with(want), "{text}: {e}");
+    }
 }

@@ -40,6 +40,63 @@ fn variant_line(w: &blocklab_spec::Workload) -> String {
     }
 }
 
+/// What a run costs besides its warm-up and window, as the plan estimates it before any
+/// history: initdb, starting the server, loading the data, stopping.
+const RUN_OVERHEAD_SECS: f64 = 3.0;
+
+/// The budget's rounds, and the change the job's design can expect to resolve.
+fn resolution_lines(spec: &Spec, plan: &Plan) -> String {
+    let mut out = String::new();
+    let cells = u32::try_from(plan.cells.len()).unwrap_or(u32::MAX);
+    let w = &spec.workload;
+    let run_secs = (w.warmup + w.duration).as_secs_f64() + RUN_OVERHEAD_SECS;
+    let (min, max) = (
+        spec.repetitions,
+        spec.adaptive.map_or(spec.repetitions, |a| a.max),
+    );
+    let mut rounds = max;
+    if let Some(budget) = spec.adaptive.and_then(|a| a.budget) {
+        let round_secs = run_secs * f64::from(cells.max(1));
+        let fit = (budget.as_secs_f64() / round_secs).floor();
+        rounds = if fit < f64::from(min) {
+            min
+        } else {
+            (fit as u32).min(max)
+        };
+        let _ = writeln!(
+            out,
+            "budget: {} of measured runs; about {run_secs:.0}s a run (warm-up {} + window {} + about {RUN_OVERHEAD_SECS:.0}s to start a server, load the data and stop: an estimate from the spec), {cells} runs a round: about {rounds} rounds fit (the minimum of {min} always runs; at most {max})",
+            humantime::format_duration(budget),
+            humantime::format_duration(w.warmup),
+            humantime::format_duration(w.duration),
+        );
+        let _ = writeln!(
+            out,
+            "no history is read before the job: its first round is the pilot; after each round another is added only while it fits at the time a round has taken so far"
+        );
+    }
+    let alpha = if spec.adaptive.is_some_and(|a| a.until_decided) {
+        blocklab_report::stats::sequential::look_alpha(min, max)
+    } else {
+        blocklab_report::stats::ALPHA
+    };
+    let mdes: Vec<String> = [1.0, 2.0, 3.0]
+        .into_iter()
+        .filter_map(|cv| {
+            blocklab_report::stats::planned_mde_pct(cv, rounds, cells, alpha)
+                .map(|m| format!("{m:.1}% at a per-run CV of {cv:.0}%"))
+        })
+        .collect();
+    if !mdes.is_empty() {
+        let _ = writeln!(
+            out,
+            "expected to resolve (80% power, {rounds} rounds within rounds, alpha {alpha:.4}): a change of {}; a job's own CV is in its results (the CV column)",
+            mdes.join(", ")
+        );
+    }
+    out
+}
+
 /// The expanded plan, as `submit --dry-run` prints it.
 pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
     let mut out = String::new();
@@ -71,6 +128,7 @@ pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
         }
     );
     let _ = writeln!(out, "workload: {}", spec.workload.describe());
+    out.push_str(&resolution_lines(spec, plan));
     let mut cells = table(&[
         "cell",
         "label",

@@ -316,6 +316,10 @@ fn plan_links(plan: Option<&JobPlan>, cells: &mut [ExportCell]) -> Option<Analys
         min_repetitions: spec.repetitions,
         max_repetitions: spec.adaptive.map_or(spec.repetitions, |a| a.max),
         until_decided: spec.adaptive.is_some_and(|a| a.until_decided),
+        budget_seconds: spec
+            .adaptive
+            .and_then(|a| a.budget)
+            .map(|b| b.as_secs_f64()),
     })
 }
 

@@ -43,6 +43,12 @@ pub(crate) enum Decision {
         round: u32,
         undecided: usize,
     },
+    /// `budget`: another round, at the mean cost of a round so far, would pass the budget.
+    BudgetReached {
+        rounds: u32,
+        spent_seconds: f64,
+        budget_seconds: f64,
+    },
 }
 
 impl Scheduler {
@@ -69,6 +75,7 @@ impl Scheduler {
             }
             _ => decide_sequential(rounds, adaptive.max, undecided_cells(&export)),
         };
+        let decision = within_budget(decision, rounds, analysis::budget::look(&export));
         tracing::info!(job_id, ?decision, "adaptive repetitions");
         let round = match decision {
             Decision::AddRound { round, .. } | Decision::AddUndecidedRound { round, .. } => round,
@@ -142,6 +149,26 @@ pub(crate) fn decide_sequential(rounds: u32, max: u32, undecided: usize) -> Deci
     }
 }
 
+/// A decision to add a round, kept only when the round fits the job's budget.
+pub(crate) fn within_budget(
+    decision: Decision,
+    rounds: u32,
+    budget: Option<analysis::budget::BudgetLook>,
+) -> Decision {
+    match (&decision, budget) {
+        (Decision::AddRound { .. } | Decision::AddUndecidedRound { .. }, Some(b))
+            if !b.round_fits() =>
+        {
+            Decision::BudgetReached {
+                rounds,
+                spent_seconds: b.spent_seconds,
+                budget_seconds: b.budget_seconds,
+            }
+        }
+        _ => decision,
+    }
+}
+
 /// Whether to add round number `rounds` (0-based) given the widest CI so far.
 pub(crate) fn decide(rounds: u32, max: u32, target_pct: f64, widest_pct: f64) -> Decision {
     if widest_pct <= target_pct {
@@ -211,6 +238,33 @@ mod tests {
             decide_sequential(20, 20, 0),
             Decision::Decided { rounds: 20 }
         );
+    }
+
+    #[test]
+    fn no_round_is_added_past_the_budget() {
+        use analysis::budget::BudgetLook;
+        let add = Decision::AddUndecidedRound {
+            round: 4,
+            undecided: 1,
+        };
+        let look = |spent_seconds: f64| BudgetLook {
+            spent_seconds,
+            round_seconds: 40.0,
+            budget_seconds: 180.0,
+        };
+        assert_eq!(within_budget(add.clone(), 4, Some(look(140.0))), add);
+        assert_eq!(
+            within_budget(add.clone(), 4, Some(look(160.0))),
+            Decision::BudgetReached {
+                rounds: 4,
+                spent_seconds: 160.0,
+                budget_seconds: 180.0
+            }
+        );
+        assert_eq!(within_budget(add.clone(), 4, None), add);
+        // A decided job stays decided, whatever the budget.
+        let done = Decision::Decided { rounds: 4 };
+        assert_eq!(within_budget(done.clone(), 4, Some(look(500.0))), done);
     }
 
     /// A synthetic interleaved job of `n` rounds (baseline, A/A replicate, +3%, +5% tps)

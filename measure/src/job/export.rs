@@ -43,6 +43,8 @@ pub struct AnalysisOptions {
     /// verdicts use the sequential boundary over the looks from `min_repetitions` to
     /// `max_repetitions`.
     pub until_decided: bool,
+    /// `budget = "10m"`: the measured runs' time adaptive repetitions may spend, in seconds.
+    pub budget_seconds: Option<f64>,
 }
 
 /// One cell of the job's matrix.

@@ -56,6 +56,8 @@ struct Tests {
     change: Ratio,
     /// The larger run count of the two sides.
     n: usize,
+    /// The smaller one (the verdict's gate, [`stats::MIN_RUNS_TO_DECIDE`]).
+    n_min: usize,
     tost: Option<Tost>,
     q: Option<f64>,
     tost_q: Option<f64>,
@@ -132,9 +134,11 @@ pub(super) fn judge(
                             s.pct_change_ci90_high = Some(t.pct_ci90.1);
                         }
                         let n = b.zip(mine).map_or(0, |(b, t)| b.n.max(t.n));
+                        let n_min = b.zip(mine).map_or(0, |(b, t)| b.n.min(t.n));
                         test = Some(Tests {
                             change,
                             n,
+                            n_min,
                             tost,
                             q: None,
                             tost_q: None,
@@ -173,8 +177,9 @@ pub(super) fn judge(
                 tost_q: s.tost_q_value,
             };
             let verdict = stats::verdict_at(metric, evidence, design.alpha);
+            let verdict = t.map_or(verdict, |t| stats::gated(verdict, t.n_min));
             s.verdict = verdict.to_string();
-            if let (Verdict::Inconclusive, Some(t)) = (verdict, t) {
+            if let (Verdict::Inconclusive | Verdict::TooFewRuns, Some(t)) = (verdict, t) {
                 match t.change.rounds_to_equivalence(band_pct, design.limit(t.n)) {
                     Some(k) => s.extra_rounds = Some(k),
                     None => s.extra_rounds_cannot = true,

@@ -13,6 +13,7 @@ use blocklab_measure::job::*;
 use crate::stats::{self, DEFAULT_EQUIVALENCE_PCT, Metric};
 
 mod baseline;
+pub mod budget;
 mod cell;
 mod family;
 
@@ -76,6 +77,8 @@ impl Options {
 pub const TARGET_REACHED: &str = "target reached";
 /// Adaptive repetitions: the cell has its maximum repetitions without meeting the target.
 pub const MAX_REPETITIONS_REACHED: &str = "max repetitions reached";
+/// Adaptive repetitions: another round would not fit the job's `budget`.
+pub const BUDGET_REACHED: &str = "budget reached";
 /// Adaptive repetitions: neither (yet).
 pub const TARGET_NOT_REACHED: &str = "target not reached";
 
@@ -83,6 +86,8 @@ pub const TARGET_NOT_REACHED: &str = "target not reached";
 pub const SEQUENTIAL_DECIDED: &str = "sequential: decided at round";
 /// `until = "decided"`: the cell is undecided after the maximum of repetitions.
 pub const SEQUENTIAL_MAX_REACHED: &str = "sequential: undecided, max repetitions reached";
+/// `until = "decided"`: the cell is undecided, and another round would not fit the budget.
+pub const SEQUENTIAL_BUDGET_REACHED: &str = "sequential: undecided, budget reached";
 /// `until = "decided"`: the cell is undecided so far.
 pub const SEQUENTIAL_UNDECIDED: &str = "sequential: undecided at round";
 
@@ -99,7 +104,12 @@ fn rounds_run(export: &JobExport) -> u32 {
 /// Where a cell stands under `until = "decided"`: decided (faster, slower or equivalent) at
 /// the job's last round, undecided at the maximum, or undecided so far; the level of a look
 /// follows. Empty for a baseline or uncompared cell.
-fn sequential_status(o: &Options, r: &CellResult, rounds: u32) -> String {
+fn sequential_status(
+    o: &Options,
+    r: &CellResult,
+    rounds: u32,
+    budget: Option<budget::BudgetLook>,
+) -> String {
     if r.is_baseline || r.baseline_cell_index.is_none() {
         return String::new();
     }
@@ -112,14 +122,24 @@ fn sequential_status(o: &Options, r: &CellResult, rounds: u32) -> String {
         format!("{SEQUENTIAL_DECIDED} {rounds} {level}")
     } else if o.max_repetitions > 0 && rounds >= o.max_repetitions {
         format!("{SEQUENTIAL_MAX_REACHED} ({rounds}) {level}")
+    } else if let Some(b) = budget.filter(|b| !b.round_fits()) {
+        format!(
+            "{SEQUENTIAL_BUDGET_REACHED} ({rounds} rounds, {:.0}s of {:.0}s) {level}",
+            b.spent_seconds, b.budget_seconds
+        )
     } else {
         format!("{SEQUENTIAL_UNDECIDED} {rounds} {level}")
     }
 }
 
-fn target_status(o: &Options, r: &CellResult, rounds: u32) -> String {
+fn target_status(
+    o: &Options,
+    r: &CellResult,
+    rounds: u32,
+    budget: Option<budget::BudgetLook>,
+) -> String {
     if o.until_decided {
-        return sequential_status(o, r, rounds);
+        return sequential_status(o, r, rounds, budget);
     }
     let Some(target) = o.target_ci_pct else {
         return String::new();
@@ -128,6 +148,8 @@ fn target_status(o: &Options, r: &CellResult, rounds: u32) -> String {
         TARGET_REACHED
     } else if o.max_repetitions > 0 && r.runs_total >= o.max_repetitions {
         MAX_REPETITIONS_REACHED
+    } else if budget.is_some_and(|b| !b.round_fits()) {
+        BUDGET_REACHED
     } else {
         TARGET_NOT_REACHED
     }
@@ -207,6 +229,7 @@ fn analyse(
     let all_runs = (o.exclude_suspect || base_excludes).then(|| judged(false, false).1);
     let base_cells = base.map_or(&treat.cells, |b| &b.cells);
     let rounds = rounds_run(treat);
+    let budget = budget::look(treat);
     metrics
         .iter()
         .enumerate()
@@ -242,7 +265,7 @@ fn analyse(
                     if base.is_some() {
                         r.is_baseline = false;
                     }
-                    r.target_status = target_status(&o, &r, rounds);
+                    r.target_status = target_status(&o, &r, rounds, budget);
                     r
                 })
                 .collect()

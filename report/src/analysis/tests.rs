@@ -75,8 +75,9 @@ fn each_cell_is_compared_with_the_baseline_of_its_group() {
         ("baseline", "baseline")
     );
     assert_eq!(r[3].baseline_mean, Some(821.0));
-    // Equal means, but n = 2: not shown equivalent within ±2% either.
-    assert_eq!(r[4].verdict, "inconclusive");
+    // Equal means, but n = 2: below the calibrated n, too few runs for any verdict.
+    assert_eq!(r[4].verdict, "too few runs");
+    assert!(r[4].mde_pct.is_some(), "{:?}", r[4]);
     // What differs, as the group rule sees it.
     let on: Vec<&str> = r.iter().map(|c| c.compared_on.as_str()).collect();
     assert_eq!(on, ["", "page size", "", "page size", "source"]);

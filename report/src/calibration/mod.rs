@@ -38,6 +38,10 @@ pub struct Tally {
     pub aa_inconclusive: u32,
     /// ... any other verdict (insufficient data, zero variance: none expected).
     pub aa_other: u32,
+    /// ... that the test alone would call faster or slower, before the "too few runs" gate
+    /// ([`crate::stats::MIN_RUNS_TO_DECIDE`]): what the gate is calibrated on.
+    pub aa_ungated_false_positives: u32,
+    pub aa_tps_ungated_false_positives: u32,
     /// Jobs with at least one A/A false positive (any column).
     pub aa_jobs_with_false_positive: u32,
     /// A/A on tps alone: p < 0.05 before any correction, and faster/slower verdicts.
@@ -56,6 +60,13 @@ impl Tally {
     }
     pub fn fpr_tps(&self) -> f64 {
         synthetic::share(self.aa_tps_false_positives, self.jobs)
+    }
+    /// The false-positive rates the tests give before the "too few runs" gate.
+    pub fn fpr_ungated(&self) -> f64 {
+        synthetic::share(self.aa_ungated_false_positives, self.aa_comparisons)
+    }
+    pub fn fpr_tps_ungated(&self) -> f64 {
+        synthetic::share(self.aa_tps_ungated_false_positives, self.jobs)
     }
     pub fn raw_p_rate_tps(&self) -> f64 {
         synthetic::share(self.aa_tps_raw_p_below_alpha, self.jobs)
@@ -93,6 +104,12 @@ pub fn run(s: &Scenario, jobs: u32, seed: u64) -> Tally {
                 continue;
             }
             t.aa_comparisons += 1;
+            if ungated_false_positive(aa) {
+                t.aa_ungated_false_positives += 1;
+                if *metric == Metric::Tps {
+                    t.aa_tps_ungated_false_positives += 1;
+                }
+            }
             match aa.verdict.as_str() {
                 "faster" | "slower" => {
                     t.aa_false_positives += 1;
@@ -125,6 +142,19 @@ pub fn run(s: &Scenario, jobs: u32, seed: u64) -> Tally {
         t.aa_jobs_with_false_positive += u32::from(any_fp);
     }
     t
+}
+
+/// Whether the tests alone call a comparison faster or slower, gate or not: not shown
+/// equivalent, q below ALPHA and the 95% CI of the change clear of 0.
+pub fn ungated_false_positive(c: &blocklab_measure::job::CellResult) -> bool {
+    let alpha = crate::stats::ALPHA;
+    let equivalent = c.tost_q_value.is_some_and(|q| q < alpha);
+    let significant = c.q_value.is_some_and(|q| q < alpha);
+    let clear = match (c.pct_change_ci95_low, c.pct_change_ci95_high) {
+        (Some(lo), Some(hi)) => lo > 0.0 || hi < 0.0,
+        _ => false,
+    };
+    !equivalent && significant && clear
 }
 
 #[cfg(test)]

@@ -24,7 +24,13 @@ pub struct Scenario {
     /// The job records its run order as interleaved, so each round is a block (the `rounds`
     /// model); when false it records none and every comparison is Welch's.
     pub rounds_as_blocks: bool,
+    /// Share of runs that are disturbed (a checkpoint, a neighbour): their noise has
+    /// [`DISTURBED_CV_FACTOR`] times the CV, so the runs' distribution has heavy tails.
+    pub disturbed_share: f64,
 }
+
+/// How much noisier a disturbed run is than the others.
+pub const DISTURBED_CV_FACTOR: f64 = 4.0;
 
 impl Scenario {
     pub fn new(n: u32, cv_pct: f64, drift_pct: f64) -> Scenario {
@@ -36,6 +42,7 @@ impl Scenario {
             equivalence_pct: 0.0,
             all_columns: true,
             rounds_as_blocks: false,
+            disturbed_share: 0.0,
         }
     }
 }
@@ -109,7 +116,13 @@ pub fn synthetic_job(s: &Scenario, rng: &mut Prng) -> JobExport {
             drift *= (drift_sd * rng.normal()).exp();
         }
         for (c, effect) in effects.iter().enumerate() {
-            let tps = 1000.0 * (1.0 + effect / 100.0) * drift * (cv * rng.normal()).exp();
+            let disturbed = s.disturbed_share > 0.0 && rng.uniform() < s.disturbed_share;
+            let run_cv = if disturbed {
+                cv * DISTURBED_CV_FACTOR
+            } else {
+                cv
+            };
+            let tps = 1000.0 * (1.0 + effect / 100.0) * drift * (run_cv * rng.normal()).exp();
             runs.push(ExportRun {
                 cell_index: u32::try_from(c).unwrap_or(u32::MAX),
                 repetition: round,

@@ -20,7 +20,8 @@
 //!   comparison would need ([`Ratio::mde_pct`], [`Ratio::rounds_to_equivalence`]).
 //! - Many comparisons: Benjamini–Hochberg q-values across a job's family ([`fdr`]).
 //! - Verdict: [`verdict`] (faster, slower, equivalent, inconclusive, ...); under
-//!   `until = "decided"` at the look's level ([`sequential`], [`verdict_at`]).
+//!   `until = "decided"` at the look's level ([`sequential`], [`verdict_at`]); "too few runs"
+//!   below the calibrated n ([`MIN_RUNS_TO_DECIDE`], [`gated`]).
 //! - Suspect runs: see [`SUSPECT_RULE`] and [`select_runs`].
 
 pub mod fdr;
@@ -34,10 +35,10 @@ mod verdict;
 mod welch;
 
 pub use metric::{DESCRIPTIVE_UNITS, Metric, StatsError};
-pub use power::{MAX_EXTRA_ROUNDS, POWER, log_band};
+pub use power::{MAX_EXTRA_ROUNDS, POWER, log_band, planned_mde_pct};
 pub use ratio::{Model, Ratio, Run, compare, delta, pct_of_log};
 pub use tost::{Tost, tost};
-pub use verdict::{Evidence, Verdict, verdict, verdict_at};
+pub use verdict::{Evidence, MIN_RUNS_TO_DECIDE, Verdict, gated, verdict, verdict_at};
 pub use welch::{
     ALPHA, Change, Summary, mean_stddev, pct_change, summarize, t_cdf, t_ppf, t_quantile,
     t_two_sided_p, welch,

@@ -92,3 +92,18 @@ impl Ratio {
         Some(hi)
     }
 }
+
+/// The minimum detectable change in % of a planned job, before any run: `cells` cells
+/// measured in `rounds` complete rounds, each round a block (`ln y ~ cell + round`, residual
+/// df `(cells − 1)(rounds − 1)`), a per-run CV of `cv_pct` % (the residual standard deviation
+/// on the log scale), each comparison tested two-sided at `alpha`: `(t(1 − α/2, df) +
+/// t(POWER, df))·cv·√(2/rounds)`. `None` with fewer than 2 cells or 2 rounds.
+pub fn planned_mde_pct(cv_pct: f64, rounds: u32, cells: u32, alpha: f64) -> Option<f64> {
+    if rounds < 2 || cells < 2 || !(cv_pct > 0.0) || !(alpha > 0.0 && alpha < 1.0) {
+        return None;
+    }
+    let df = f64::from((cells - 1) * (rounds - 1));
+    let se = cv_pct / 100.0 * (2.0 / f64::from(rounds)).sqrt();
+    let m = (t_ppf(1.0 - alpha / 2.0, df) + t_ppf(POWER, df)) * se;
+    Some(pct_of_log(m))
+}

@@ -386,3 +386,43 @@ fn ci_half_width_in_percent_of_the_mean() {
 }
 
 mod reference;
+
+#[test]
+fn below_the_calibrated_n_every_judgement_is_too_few_runs() {
+    assert_eq!(MIN_RUNS_TO_DECIDE, 3);
+    for v in [
+        Verdict::Faster,
+        Verdict::Slower,
+        Verdict::Equivalent,
+        Verdict::Inconclusive,
+    ] {
+        assert_eq!(gated(v, 2), Verdict::TooFewRuns, "{v}");
+        assert_eq!(gated(v, 3), v, "{v}");
+    }
+    // What is not a judgement stays what it is.
+    for v in [
+        Verdict::Baseline,
+        Verdict::InsufficientData,
+        Verdict::NoVerdict,
+        Verdict::ZeroVariance { identical: true },
+    ] {
+        assert_eq!(gated(v, 2), v, "{v}");
+    }
+    assert_eq!(Verdict::TooFewRuns.as_str(), "too few runs");
+}
+
+#[test]
+fn the_planned_mde_matches_scipy() {
+    // scipy.stats.t.ppf: (t(1 - a/2, df) + t(0.8, df)) * cv * sqrt(2/R), df = (C-1)(R-1),
+    // shown as 100 * expm1.
+    for (cv, rounds, cells, alpha, want) in [
+        (1.0, 5, 2, 0.0125, 3.379_806_639_553_038),
+        (2.0, 10, 4, 0.05, 2.634_167_713_916_155),
+        (1.5, 3, 3, 0.05 / 18.0, 9.635_000_488_321_879),
+    ] {
+        let got = super::planned_mde_pct(cv, rounds, cells, alpha).expect("a design");
+        assert!((got - want).abs() < 1e-6 * want, "{got} vs {want}");
+    }
+    assert_eq!(super::planned_mde_pct(1.0, 1, 2, 0.05), None);
+    assert_eq!(super::planned_mde_pct(1.0, 5, 1, 0.05), None);
+}

@@ -15,6 +15,9 @@ pub enum Verdict {
     Equivalent,
     /// Neither shown.
     Inconclusive,
+    /// Fewer runs on a side than [`MIN_RUNS_TO_DECIDE`]: below the n the lab has calibrated,
+    /// no verdict is given, whatever the test says; the change, its CI and the MDE are shown.
+    TooFewRuns,
     /// Either side has fewer than 2 runs, or the cell has no baseline.
     InsufficientData,
     /// A count, share, size or per-transaction cost: the change is shown, not judged.
@@ -33,6 +36,7 @@ impl Verdict {
             Verdict::Slower => "slower",
             Verdict::Equivalent => "equivalent",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::TooFewRuns => "too few runs",
             Verdict::InsufficientData => "insufficient data",
             Verdict::NoVerdict => "no verdict",
             Verdict::ZeroVariance { identical: true } => "identical, zero variance",
@@ -44,6 +48,27 @@ impl Verdict {
 impl std::fmt::Display for Verdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// The fewest runs on each side of a comparison for a verdict of faster, slower, equivalent
+/// or inconclusive. With 2 runs a side the variance of each rests on one degree of freedom:
+/// the calibration (`bench/verdict-calibration.sh`, README "Calibration, measured") finds the
+/// A/A false-positive rate above 5% at n = 2 when one run in ten is disturbed, and at or
+/// below it from n = 3 on, with and without blocks.
+pub const MIN_RUNS_TO_DECIDE: usize = 3;
+
+/// `v` as given to a comparison whose smaller side has `n_min` runs: below
+/// [`MIN_RUNS_TO_DECIDE`] a judgement (faster, slower, equivalent, inconclusive) becomes
+/// [`Verdict::TooFewRuns`]; the other verdicts stay.
+pub fn gated(v: Verdict, n_min: usize) -> Verdict {
+    match v {
+        Verdict::Faster | Verdict::Slower | Verdict::Equivalent | Verdict::Inconclusive
+            if n_min < MIN_RUNS_TO_DECIDE =>
+        {
+            Verdict::TooFewRuns
+        }
+        v => v,
     }
 }
 

@@ -252,3 +252,13 @@ bh("planned_job tost", ts)
 A_8K = [1234.5, 1210.2, 1251.8]
 A_16K = [1301.3, 1288.9, 1320.4]
 ols("fixture 16K", rows_of(list(enumerate(A_8K)), list(enumerate(A_16K))), CELL_ROUND)
+
+
+# The planned minimum detectable change of `submit --dry-run` (report/src/stats/power.rs,
+# planned_mde_pct): cells x rounds within rounds, residual df (C-1)(R-1), se = cv*sqrt(2/R).
+print("planned MDE (cv %, rounds, cells, alpha -> %):")
+for cv, R, C, a in [(1, 5, 2, 0.0125), (2, 10, 4, 0.05), (1.5, 3, 3, 0.05 / 18)]:
+    df = (C - 1) * (R - 1)
+    se = cv / 100 * np.sqrt(2 / R)
+    m = (stats.t.ppf(1 - a / 2, df) + stats.t.ppf(0.8, df)) * se
+    print(cv, R, C, a, repr(100 * float(np.expm1(m))))

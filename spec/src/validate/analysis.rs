@@ -10,8 +10,39 @@ use crate::raw::{RawBaseline, RawRepetitions};
 /// Widest equivalence band accepted (percent of the baseline).
 const MAX_EQUIVALENCE_PCT: f64 = 50.0;
 
-/// The minimum (or fixed) number of rounds and the adaptive bounds.
-pub(super) fn repetitions(r: &RawRepetitions) -> Result<(u32, Option<Adaptive>), SpecError> {
+/// The shortest and longest `budget` accepted.
+const MIN_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
+const MAX_BUDGET: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+
+/// The minimum (or fixed) number of rounds, the adaptive bounds and the time budget.
+pub(super) fn repetitions(
+    r: &RawRepetitions,
+    budget: Option<&str>,
+) -> Result<(u32, Option<Adaptive>), SpecError> {
+    let (min, adaptive) = rounds(r)?;
+    let Some(text) = budget else {
+        return Ok((min, adaptive));
+    };
+    let Some(mut adaptive) = adaptive else {
+        return Err(SpecError::new(
+            "budget",
+            "a budget bounds the rounds adaptive repetitions add; use it with repetitions = { min = 3, max = 20, until = \"decided\" } (or target_ci_pct)",
+        ));
+    };
+    let d = humantime::parse_duration(text.trim()).map_err(|e| {
+        SpecError::new(
+            "budget",
+            format!("cannot parse {text:?} as a duration ({e}); write e.g. \"10m\" or \"1h\""),
+        )
+    })?;
+    if !(MIN_BUDGET..=MAX_BUDGET).contains(&d) {
+        return Err(SpecError::new("budget", "must be between 10s and 7days"));
+    }
+    adaptive.budget = Some(d);
+    Ok((min, Some(adaptive)))
+}
+
+fn rounds(r: &RawRepetitions) -> Result<(u32, Option<Adaptive>), SpecError> {
     let count = |field: &str, v: i64| {
         u32::try_from(v)
             .ok()
@@ -63,6 +94,7 @@ pub(super) fn repetitions(r: &RawRepetitions) -> Result<(u32, Option<Adaptive>),
                         max,
                         target_ci_pct: None,
                         until_decided: true,
+                        budget: None,
                     }),
                 ));
             }
@@ -84,6 +116,7 @@ pub(super) fn repetitions(r: &RawRepetitions) -> Result<(u32, Option<Adaptive>),
                     max,
                     target_ci_pct: Some(target),
                     until_decided: false,
+                    budget: None,
                 }),
             ))
         }

@@ -39,7 +39,7 @@ pub(super) fn parse(text: &str, files: &Files) -> Result<Spec, SpecError> {
 /// one in the spec.
 fn validate(raw: RawSpec, files: &Files) -> Result<Spec, SpecError> {
     check_header(&raw)?;
-    let (repetitions, adaptive) = analysis::repetitions(&raw.repetitions)?;
+    let (repetitions, adaptive) = analysis::repetitions(&raw.repetitions, raw.budget.as_deref())?;
     let order = order::run_order(raw.order.as_deref(), raw.seed)?;
     let memory_policy = settings::memory_policy(raw.memory_policy.as_deref())?;
     let sources = source::validate_sources(raw.source, raw.sources)?;

@@ -241,16 +241,21 @@ fn a_cell_the_plan_gives_no_baseline_has_none() {
     assert_eq!(r[2].verdict, "equivalent");
 }
 
-/// 8K and 16K; 16K's third run is suspect and an outlier.
+/// 8K and 16K; 16K's fourth run is suspect and an outlier.
 fn suspect_job(exclude: bool) -> JobExport {
     let mut runs = Vec::new();
-    for (rep, (b, t)) in [(1000.0, 1100.0), (1010.0, 1105.0), (990.0, 9999.0)]
+    for (rep, (b, t)) in [
+        (1000.0, 1100.0),
+        (1010.0, 1105.0),
+        (990.0, 1102.0),
+        (995.0, 9999.0),
+    ]
         .into_iter()
         .enumerate()
     {
         runs.push(run(0, rep as u32, b, 0.0, vec![]));
         let mut r = run(1, rep as u32, t, 0.0, vec![]);
-        if rep == 2 {
+        if rep == 3 {
             r.suspect_reasons = vec!["checkpoint in measured window".into()];
         }
         runs.push(r);
@@ -271,19 +276,19 @@ fn suspect_runs_enter_the_statistics_unless_the_job_excludes_them() {
     // Default: every completed run, the outlier too; the suspect run is counted.
     let r = cell_results(&suspect_job(false), &Metric::Tps);
     let c = &r[1];
-    assert_eq!((c.n, c.runs_suspect, c.runs_excluded), (3, 1, 0));
+    assert_eq!((c.n, c.runs_suspect, c.runs_excluded), (4, 1, 0));
     assert_eq!(c.suspect_reasons, ["checkpoint in measured window"]);
     assert_eq!(c.verdict, "inconclusive");
     assert_eq!(c.all_runs, None);
     // Excluded: the clean runs decide, and the all-runs statistics travel beside them.
     let r = cell_results(&suspect_job(true), &Metric::Tps);
     let c = &r[1];
-    assert_eq!((c.n, c.runs_suspect, c.runs_excluded), (2, 1, 1));
-    assert_eq!(c.mean, 1102.5);
+    assert_eq!((c.n, c.runs_suspect, c.runs_excluded), (3, 1, 1));
+    assert!((c.mean - 1102.333_333_333_333_3).abs() < 1e-9);
     assert_eq!(c.verdict, "faster");
     let all = c.all_runs.as_ref().expect("all runs");
-    assert_eq!((all.n, all.verdict.as_str()), (3, "inconclusive"));
-    assert!((all.mean - 4068.0).abs() < 1e-9);
+    assert_eq!((all.n, all.verdict.as_str()), (4, "inconclusive"));
+    assert!((all.mean - 3326.5).abs() < 1e-9);
     assert!(
         r[0].all_runs
             .as_ref()
@@ -294,6 +299,7 @@ fn suspect_runs_enter_the_statistics_unless_the_job_excludes_them() {
 #[test]
 fn adaptive_repetitions_report_the_target() {
     let mut e = suspect_job(false);
+    e.runs.retain(|r| r.repetition < 3);
     e.analysis = Some(AnalysisOptions {
         target_ci_pct: Some(2.0),
         min_repetitions: 3,

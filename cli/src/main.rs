@@ -172,7 +172,9 @@ alpha 0.05. 'rounds to equivalence' (inconclusive cells): the more rounds after 
 would fit in the band at the observed variance, or 'cannot' within the job's maximum repetitions \
 (1000 without one). Verdict: 'equivalent' when the TOST q < 0.05 (the 90% CI of the change \
 inside the band); else faster/slower (higher tps, NOTPM or tup/s, lower latency or seconds is \
-faster) when q < 0.05 and the CI excludes 0; else 'inconclusive'. 'insufficient data' when either \
+faster) when q < 0.05 and the CI excludes 0; else 'inconclusive'. 'too few runs' when either side \
+has fewer than 3 runs (below the n the lab has calibrated: the change, its CI and the MDE are shown, \
+no verdict). 'insufficient data' when either \
 side has fewer than 2 runs; 'identical, zero variance' or 'differs, zero variance' when neither \
 side varies (no test); 'no verdict' for counts, shares, sizes and per-transaction costs (the change \
 and its CI only). With a target CI (adaptive repetitions) each cell says 'target reached' or 'max \

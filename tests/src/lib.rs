@@ -406,7 +406,8 @@ pub async fn follow_job(
 /// The verdict a cell's own figures imply, by the documented rule (README, statistics):
 /// equivalent when the TOST q-value is below 0.05 (its 90% CI of the change inside the band);
 /// faster or slower when the q-value is below 0.05 and the 95% CI of the change excludes 0,
-/// by the sign of the change and the metric's direction; otherwise inconclusive.
+/// by the sign of the change and the metric's direction; otherwise inconclusive; with fewer than
+/// 3 runs in the cell, too few runs.
 pub fn implied_verdict(c: &blocklab_proto::v1::CellResult) -> &'static str {
     const ALPHA: f64 = 0.05;
     if c.is_baseline {
@@ -417,6 +418,14 @@ pub fn implied_verdict(c: &blocklab_proto::v1::CellResult) -> &'static str {
             "identical, zero variance"
         } else {
             "differs, zero variance"
+        };
+    }
+    if c.n < 3 {
+        // Below the calibrated n (blocklab_report::stats::MIN_RUNS_TO_DECIDE): not judged.
+        return if c.q_value.is_some() {
+            "too few runs"
+        } else {
+            "insufficient data"
         };
     }
     let (Some(q), Some(tost_q), Some(lo), Some(hi)) = (

@@ -231,3 +231,157 @@ duration = "1s"
     assert_eq!(n, 3);
     lab.shutdown().await;
 }
+
+/// `until = "decided"` and `budget`, end to end on A/A jobs (the 8K build against a
+/// replicate of itself): the job must stop at the first look (from the minimum) where its
+/// compared cell is decided, at the maximum, or where another round would pass the budget,
+/// and say which. Each look is replayed from the exported runs through the same analysis, so
+/// the one stop the data imply is the one required.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn until_decided_stops_at_the_first_decided_look_or_the_budget() {
+    let lab = Lab::start().await;
+    let mut client = lab.client().await;
+    let spec = |name: &str, band: &str, max: u32, budget: &str| {
+        format!(
+            r#"
+name = "{name}"
+repetitions = {{ min = 3, max = {max}, until = "decided" }}
+{budget}
+equivalence_pct = {band}
+order = "randomized-block"
+seed = 11
+[source]
+tarball = "{}"
+configure = ["--without-icu"]
+[matrix]
+block_size_kb = [8]
+replicate_baseline = true
+clients = [1]
+[workload]
+builtin = "select-only"
+scale = 1
+warmup = "1s"
+duration = "2s"
+"#,
+            pg_tarball().display()
+        )
+    };
+    // A ±50% band: an A/A pair is usually shown equivalent after 3 or 4 rounds.
+    let (job, state) = run_job(
+        &mut client,
+        &spec("decided", "50", 5, ""),
+        Duration::from_secs(20 * 60),
+    )
+    .await;
+    assert_eq!(state, "done", "job {job}");
+    let stop = replay_looks(&mut client, &job, 3, 5).await;
+    assert!(
+        matches!(stop, Stop::Decided(_) | Stop::Max),
+        "no budget: {stop:?}"
+    );
+    // A ±0.01% band no run can meet and a 10 s budget: three rounds of runs with a 2 s
+    // window take longer than 10 s with the mean round added, so the job stops at its
+    // minimum, decided only by a false positive.
+    let (job, state) = run_job(
+        &mut client,
+        &spec("budget", "0.01", 20, "budget = \"10s\""),
+        Duration::from_secs(20 * 60),
+    )
+    .await;
+    assert_eq!(state, "done", "job {job}");
+    let stop = replay_looks(&mut client, &job, 3, 20).await;
+    assert!(
+        matches!(stop, Stop::Budget | Stop::Decided(3)),
+        "a 10 s budget: {stop:?}"
+    );
+    lab.shutdown().await;
+}
+
+/// Where an `until = "decided"` job stopped.
+#[derive(Debug, PartialEq)]
+enum Stop {
+    Decided(u32),
+    Max,
+    Budget,
+}
+
+/// Replays the looks of a finished `until = "decided"` job from `min` rounds: every look
+/// before the last must have been undecided and within the budget, and the last must be
+/// decided, at `max`, or past the budget; the results' status must say the same.
+async fn replay_looks(
+    client: &mut blocklab_proto::v1::control_client::ControlClient<tonic::transport::Channel>,
+    job: &str,
+    min: u32,
+    max: u32,
+) -> Stop {
+    use blocklab_report::analysis;
+    let export: blocklab_measure::job::JobExport = client
+        .export_job(blocklab_proto::v1::ExportJobRequest {
+            job_id: job.to_string(),
+            metric: String::new(),
+            include_samples: false,
+        })
+        .await
+        .expect("export")
+        .into_inner()
+        .into();
+    let rounds = export
+        .runs
+        .iter()
+        .map(|r| r.repetition + 1)
+        .max()
+        .unwrap_or(0);
+    assert!((min..=max).contains(&rounds), "{rounds} rounds");
+    let metric = blocklab_report::stats::Metric::Tps;
+    let mut stop = None;
+    for look in min..=rounds {
+        let mut first = export.clone();
+        first.runs.retain(|r| r.repetition < look);
+        let cells = analysis::cell_results(&first, &metric);
+        let aa = cells.iter().find(|c| c.replicate).expect("the A/A cell");
+        let decided = matches!(aa.verdict.as_str(), "faster" | "slower" | "equivalent");
+        let over_budget = analysis::budget::look(&first).is_some_and(|b| !b.round_fits());
+        let here = if decided {
+            Some(Stop::Decided(look))
+        } else if look >= max {
+            Some(Stop::Max)
+        } else if over_budget {
+            Some(Stop::Budget)
+        } else {
+            None
+        };
+        if look < rounds {
+            assert_eq!(
+                here, None,
+                "look {look} of {rounds} should have stopped: {aa:?}"
+            );
+        } else {
+            stop = here;
+        }
+    }
+    let stop = stop.unwrap_or_else(|| panic!("the last look ({rounds}) did not stop"));
+    let r = job_results(client, job).await;
+    let aa = r.cells.iter().find(|c| c.replicate).expect("the A/A cell");
+    assert_eq!(aa.verdict, blocklab_tests::implied_verdict(aa), "{aa:?}");
+    let want = match stop {
+        Stop::Decided(k) => format!("sequential: decided at round {k} "),
+        Stop::Max => format!("sequential: undecided, max repetitions reached ({max}) "),
+        Stop::Budget => format!("sequential: undecided, budget reached ({rounds} rounds, "),
+    };
+    assert!(aa.target_status.starts_with(&want), "{want}: {aa:?}");
+    stop
+}
+
+async fn job_results(
+    client: &mut blocklab_proto::v1::control_client::ControlClient<tonic::transport::Channel>,
+    job: &str,
+) -> blocklab_proto::v1::QueryResultsResponse {
+    client
+        .query_results(QueryResultsRequest {
+            job_id: job.to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("results")
+        .into_inner()
+}

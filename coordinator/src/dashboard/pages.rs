@@ -162,7 +162,7 @@ fn verdicts(export: &JobExport) -> String {
         .find(|b| *b > 0.0)
         .unwrap_or(blocklab_report::stats::DEFAULT_EQUIVALENCE_PCT);
     format!(
-        "<p class=\"verdicts\"><b>{}</b>: {} faster, {} slower, {} equivalent, {} inconclusive \
+        "<p class=\"verdicts\"><b>{}</b>: {} faster, {} slower, {} equivalent, {} inconclusive{} \
          against their baselines (equivalence band ±{band:.1}%; q-values: Benjamini-Hochberg \
          across the job's comparisons)</p>\n",
         esc(&export.metric),
@@ -170,6 +170,10 @@ fn verdicts(export: &JobExport) -> String {
         count("slower"),
         count("equivalent"),
         count("inconclusive"),
+        match count("too few runs") {
+            0 => String::new(),
+            k => format!(", {k} with too few runs"),
+        },
     )
 }
 

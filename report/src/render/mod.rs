@@ -70,7 +70,7 @@ pub(crate) fn notes(cells: &[CellResult], metric: &Metric) -> String {
          rounds (model rounds, rounds+hosts), hosts or Welch's test with the delta method; q: \
          Benjamini-Hochberg across the job's comparisons; faster/slower: q < 0.05 and the CI \
          excludes 0; equivalent: TOST q < 0.05 (90% CI inside ±{band:.1}%); otherwise \
-         inconclusive; MDE: the smallest change found at 80% power; rounds to equivalence: more \
+         inconclusive; too few runs: fewer than 3 runs a side, not judged; MDE: the smallest change found at 80% power; rounds to equivalence: more \
          rounds that would fit the 90% CI in the band at the observed variance\n",
         if metric.is_descriptive() {
             "a count, share or size: no verdict"

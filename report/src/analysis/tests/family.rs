@@ -250,8 +250,8 @@ fn suspect_job(exclude: bool) -> JobExport {
         (990.0, 1102.0),
         (995.0, 9999.0),
     ]
-        .into_iter()
-        .enumerate()
+    .into_iter()
+    .enumerate()
     {
         runs.push(run(0, rep as u32, b, 0.0, vec![]));
         let mut r = run(1, rep as u32, t, 0.0, vec![]);

@@ -99,7 +99,8 @@ impl Ratio {
 /// on the log scale), each comparison tested two-sided at `alpha`: `(t(1 − α/2, df) +
 /// t(POWER, df))·cv·√(2/rounds)`. `None` with fewer than 2 cells or 2 rounds.
 pub fn planned_mde_pct(cv_pct: f64, rounds: u32, cells: u32, alpha: f64) -> Option<f64> {
-    if rounds < 2 || cells < 2 || !(cv_pct > 0.0) || !(alpha > 0.0 && alpha < 1.0) {
+    let valid = cv_pct.is_finite() && cv_pct > 0.0 && alpha > 0.0 && alpha < 1.0;
+    if rounds < 2 || cells < 2 || !valid {
         return None;
     }
     let df = f64::from((cells - 1) * (rounds - 1));

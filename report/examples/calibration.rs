@@ -121,13 +121,14 @@ fn sequential(jobs: u32, drift: f64) {
 }
 
 /// The demo's design as an A/A job: 2 cells (the baseline and a replicate of it),
-/// interleaved (model: rounds), all 8 pgbench columns; at a fixed n of 2 to 10, then under
+/// interleaved (model: rounds), all 8 pgbench columns, the demo's ±5% band; at a fixed n of
+/// 2 to 10, then under
 /// `until = "decided"` from 3 rounds to a maximum of 6, 8 and 10.
 fn demo(jobs: u32, drift: f64, disturbed: f64) {
     println!(
         "the demo's design, A/A: {jobs} jobs per row; 2 cells (baseline, replicate); all 8 \
-         pgbench columns; interleaved (model: rounds); drift step sd {drift}%; disturbed runs: \
-         {:.0}%; seeded",
+         pgbench columns; interleaved (model: rounds); equivalence band ±5% (the demo's); drift \
+         step sd {drift}%; disturbed runs: {:.0}%; seeded",
         100.0 * disturbed
     );
     println!();
@@ -136,6 +137,7 @@ fn demo(jobs: u32, drift: f64, disturbed: f64) {
         rounds_as_blocks: true,
         disturbed_share: disturbed,
         effects_pct: Vec::new(),
+        equivalence_pct: 5.0,
         ..Scenario::new(n, cv, drift)
     };
     println!(

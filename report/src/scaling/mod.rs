@@ -1,16 +1,18 @@
 //! Client-count ladders: a job whose matrix has several `clients` values, read as DBT-2's
 //! connection-scaling runs and HammerDB's autopilot are read. Cells that differ only in their
 //! client count form a ladder (one per page size and other dimensions); each step between
-//! neighbouring rungs gets the Welch 95% CI of the change of the mean.
+//! neighbouring rungs gets the 95% CI of the change of the mean as a ratio on the log scale
+//! (Welch's test with the delta method, [`stats::delta`]: the rungs' runs are of different
+//! cells, so the CI of the change cannot pass -100%).
 //!
 //! The rule: step k→k+1 **gains** when the lower bound of the 95% CI of
-//! `mean(k+1) - mean(k)` is above 0 (both rungs need 2 runs or more). The **knee** is the
+//! `ln(mean(k+1) / mean(k))` is above 0 (both rungs need 2 runs or more). The **knee** is the
 //! client count at the top of the last step that gained; when no step gained it is the first
 //! rung. Only throughput-like metrics (higher is better) make ladders.
 
 use blocklab_measure::job::CellResult;
 
-use crate::stats::{Summary, welch};
+use crate::stats::{self, Summary};
 
 /// One rung: a cell's statistics at one client count.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,9 +32,10 @@ pub struct Step {
     pub to: u32,
     /// mean(to) - mean(from).
     pub diff: f64,
-    /// Welch 95% CI of the difference; `None` when a rung has fewer than 2 runs.
+    /// 95% CI of the difference, `mean(from)` times the ratio's CI less one; `None` when a
+    /// rung has fewer than 2 runs.
     pub diff_ci95: Option<(f64, f64)>,
-    /// The change in percent of mean(from), and its CI.
+    /// The change in percent of mean(from) (the ratio of the means), and its CI.
     pub pct: Option<f64>,
     pub pct_ci95: Option<(f64, f64)>,
     pub gained: bool,
@@ -114,19 +117,20 @@ fn summary(c: &CellResult) -> Summary {
 
 /// A step between two rungs under the rule above.
 pub fn step(from: &CellResult, to: &CellResult) -> Step {
-    let change = welch(&summary(from), &summary(to));
-    let diff_ci95 = change.map(|c| c.diff_ci95);
+    let change = stats::delta(&summary(from), &summary(to));
+    let pct_ci95 = change.and_then(|c| c.pct_ci95());
     Step {
         from: from.clients,
         to: to.clients,
         diff: to.mean - from.mean,
-        diff_ci95,
-        pct: change.and_then(|c| c.pct).or_else(|| {
+        diff_ci95: pct_ci95.map(|(lo, hi)| (from.mean * lo / 100.0, from.mean * hi / 100.0)),
+        pct: change.and_then(|c| c.pct()).or_else(|| {
             (from.mean != 0.0 && from.n > 0 && to.n > 0)
                 .then(|| 100.0 * (to.mean - from.mean) / from.mean)
         }),
-        pct_ci95: change.and_then(|c| c.pct_ci95),
-        gained: diff_ci95.is_some_and(|(low, _)| low > 0.0),
+        pct_ci95,
+        // With zero variance on both rungs the CI is the point change.
+        gained: change.is_some_and(|c| c.log_ci95.0 > 0.0),
     }
 }
 

@@ -148,3 +148,18 @@ fn the_knee_is_named_in_every_rendering_and_on_the_chart() {
     assert!(charts[0].svg.contains("knee: 2 clients"));
     assert_eq!(charts[0].svg.matches(r#"class="errorbar""#).count(), 3);
 }
+
+#[test]
+fn a_step_is_a_ratio_whose_ci_cannot_pass_minus_100_percent() {
+    // A noisy rung falling by half: Welch on the raw means would put the CI's lower end
+    // below -100%; as a ratio on the log scale it stays above.
+    let l = one(&[
+        cell(8, 1, &[1000.0, 1010.0, 990.0]),
+        cell(8, 2, &[100.0, 900.0, 500.0]),
+    ]);
+    let s = &l.steps[0];
+    let (lo, hi) = s.pct_ci95.expect("a CI");
+    assert!(lo > -100.0 && hi > 0.0, "{s:?}");
+    assert!((s.pct.expect("a change") - -50.0).abs() < 1e-9, "{s:?}");
+    assert!(!s.gained);
+}

@@ -2,13 +2,14 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use blocklab_cli::{commands as cli, listings};
 use blocklab_daemon::security::{API_TOKEN_ENV, ClientAuth, ClientTls, resolve_token};
 use blocklab_proto::v1::*;
 use blocklab_report as report;
-use blocklab_spec::JobState;
+use blocklab_spec::{JobSpec, JobState};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -251,6 +252,22 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let loaded = cli::load_spec(&spec)?;
             if dry_run {
                 print!("{}", cli::render_job_plan(&loaded.spec));
+                if let JobSpec::Benchmark(spec) = &loaded.spec
+                    && spec.adaptive.is_some_and(|a| a.budget.is_some())
+                {
+                    // Only a budget asks the coordinator: for earlier jobs like this one.
+                    let history = async {
+                        let mut client = connect().await.map_err(|e| e.to_string())?;
+                        let earlier = cli::earlier_like(&mut client, spec)
+                            .await
+                            .map_err(|e| e.to_string())?;
+                        Ok(report::pilot::history(spec, &earlier))
+                    };
+                    let history = tokio::time::timeout(Duration::from_secs(10), history)
+                        .await
+                        .unwrap_or_else(|_| Err(format!("no answer from {addr} in 10s")));
+                    print!("{}", cli::render_history(spec, history));
+                }
                 return Ok(ExitCode::SUCCESS);
             }
             let mut client = connect().await?;

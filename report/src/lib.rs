@@ -16,6 +16,7 @@ pub mod format;
 pub mod held;
 pub mod html;
 pub mod own;
+pub mod pilot;
 pub mod plot;
 pub mod render;
 pub mod scaling;

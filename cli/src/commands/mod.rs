@@ -10,6 +10,7 @@ use std::path::Path;
 use blocklab_spec::{Files, JobSpec, referenced_files};
 
 mod detail;
+mod history;
 mod listing;
 mod plan;
 mod probe;
@@ -20,6 +21,7 @@ pub use crate::client::{CliError, Client, Transport, connect};
 pub use crate::runs::{run_result, run_state};
 pub use blocklab_report::render::{Format, render_compare, render_results};
 pub use detail::{RUN_KEY_COLUMNS, render_job, render_run_detail, runs_table_header};
+pub use history::{earlier_like, render_history};
 pub use listing::{
     builds_table, hosts_table, jobs_table, render_builds, render_host_facts, render_hosts,
     render_jobs,

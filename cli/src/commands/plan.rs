@@ -72,7 +72,7 @@ fn resolution_lines(spec: &Spec, plan: &Plan) -> String {
         );
         let _ = writeln!(
             out,
-            "no history is read before the job: its first round is the pilot; after each round another is added only while it fits at the time a round has taken so far"
+            "the scheduler reads no history: the job's first round is its pilot; after each round another is added only while it fits at the time a round has taken so far"
         );
     }
     let alpha = if spec.adaptive.is_some_and(|a| a.until_decided) {

@@ -8,7 +8,7 @@ use blocklab_measure::job::JobExport;
 
 /// Seconds between two catalog timestamps (`2026-12-06T01:27:20.316Z`); `None` when either
 /// is missing or unreadable, or the end is before the start.
-fn run_seconds(started_at: &str, finished_at: &str) -> Option<f64> {
+pub(crate) fn run_seconds(started_at: &str, finished_at: &str) -> Option<f64> {
     let start = humantime::parse_rfc3339_weak(started_at.trim()).ok()?;
     let end = humantime::parse_rfc3339_weak(finished_at.trim()).ok()?;
     end.duration_since(start).ok().map(|d| d.as_secs_f64())

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The demo: on a fresh Debian machine, installs what is missing for it (not the test-only
 # packages: deploy/test.sh installs those), builds blocklab, starts a coordinator, one agent and
-# one worker on loopback, submits deploy/specs/demo.toml (8K vs 16K data pages, 2 repetitions),
-# watches it, prints the results, stops the daemons. Each step says what it does and how long
-# it took, and the total comes last. A second run reuses the cached PostgreSQL builds under
-# /var/cache/blocklab/builds.
+# one worker on loopback, submits deploy/specs/demo.toml (8K vs 16K data pages, rounds from 3
+# until the change is decided, at most 6 rounds or 3 minutes of runs), watches it, prints the
+# results, stops the daemons. Each step says what it does and how long it took, and the total
+# comes last. A second run reuses the cached PostgreSQL builds under /var/cache/blocklab/builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

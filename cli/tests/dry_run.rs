@@ -31,7 +31,7 @@ fn every_kind_has_its_own_summary_line() {
         ),
         (
             "demo.toml",
-            "workload default: tpcb-like for 15s (warm-up 3s) protocol prepared, 1 thread(s)",
+            "workload default: tpcb-like for 10s (warm-up 3s) protocol prepared, 1 thread(s)",
         ),
     ] {
         assert_eq!(variant_line(file), line, "{file}");

@@ -137,6 +137,7 @@ impl Control for ControlService {
         // The one parse of this submission: from here on the coordinator reads the stored plan.
         let sent = files.len();
         let (text, job) = plan(text, None, files).await?;
+        let job = crate::pilot::choose_windows(catalog, job).await?;
         let job = job.with_random_seed(new_seed());
         let job_id = catalog.insert_job(&text, &job).await?;
         let (cells, runs) = job.size();
@@ -169,6 +170,7 @@ impl Control for ControlService {
             (None, new_seed())
         };
         let (_, job) = plan(old.spec_toml.clone(), order_seed, files).await?;
+        let job = crate::pilot::choose_windows(catalog, job).await?;
         let job = job.with_random_seed(random_seed);
         let job_id = catalog
             .insert_job_rerun(&old.spec_toml, &job, Some(&req.job_id))

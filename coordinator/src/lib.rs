@@ -19,6 +19,7 @@ pub mod fleet;
 pub use fleet::fuzzing;
 pub mod leader;
 pub mod listen;
+pub mod pilot;
 pub mod prometheus;
 pub mod results;
 pub mod scheduler;

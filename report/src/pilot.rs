@@ -57,10 +57,11 @@ impl History {
     }
 }
 
-/// Whether an earlier job ran the same load as `spec`: the same workload kind, builtin and
-/// scale (its stored spec parsed without its files; one that needs them is not like).
-pub fn is_like(spec: &Spec, earlier: &JobExport) -> bool {
-    let Ok(theirs) = Spec::parse(&earlier.spec_toml) else {
+/// Whether an earlier job (its spec text) ran the same load as `spec`: the same workload
+/// kind, builtin and scale (its stored spec parsed without its files; one that needs them is
+/// not like).
+pub fn is_like(spec: &Spec, spec_toml: &str) -> bool {
+    let Ok(theirs) = Spec::parse(spec_toml) else {
         return false;
     };
     let (a, b) = (&spec.workload, &theirs.workload);
@@ -272,9 +273,9 @@ mod tests {
     fn the_history_of_like_jobs_matches_numpy() {
         let spec = Spec::parse(SPEC).expect("spec");
         let e = earlier();
-        assert!(is_like(&spec, &e));
+        assert!(is_like(&spec, &e.spec_toml));
         let other = Spec::parse(&SPEC.replace("scale = 2", "scale = 3")).expect("spec");
-        assert!(!is_like(&other, &e));
+        assert!(!is_like(&other, &e.spec_toml));
         let h = history(&spec, &[e]).expect("history");
         assert_eq!((h.jobs, h.runs), (1, 4));
         assert!((h.fixed_secs - 3.0).abs() < 1e-9, "{h:?}");

@@ -90,7 +90,15 @@ pub struct Workload {
     /// How each run's database gets its data.
     #[serde(default)]
     pub init: DataInit,
+    /// `duration = "auto"` (with a `budget`): the coordinator chooses the window at submit
+    /// from earlier like jobs (`blocklab_report::pilot`); `duration` holds the choice, or
+    /// [`AUTO_PILOT_WINDOW`] without history.
+    #[serde(default)]
+    pub auto_window: bool,
 }
+
+/// The window of `duration = "auto"` when no earlier like job says better.
+pub const AUTO_PILOT_WINDOW: Duration = Duration::from_secs(10);
 
 /// Per-job choices about the cluster and the measured window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -503,11 +511,16 @@ impl WorkloadKind {
 impl Workload {
     /// One line for people: the kind, what `scale` and `clients` mean for it, the window.
     pub fn describe(&self) -> String {
+        let auto = if self.auto_window {
+            " (window chosen for the budget)"
+        } else {
+            ""
+        };
         let window = if self.warmup.is_zero() {
-            format!("{:?} measured", self.duration)
+            format!("{:?} measured{auto}", self.duration)
         } else {
             format!(
-                "{:?} measured after {:?} warm-up",
+                "{:?} measured{auto} after {:?} warm-up",
                 self.duration, self.warmup
             )
         };

@@ -565,6 +565,16 @@ fn a_budget_bounds_adaptive_repetitions() {
         s.adaptive.and_then(|a| a.budget),
         Some(std::time::Duration::from_secs(600))
     );
+    // `duration = "auto"`: the pilot window until the coordinator chooses one.
+    let auto = base.replace("duration = \"5s\"", "duration = \"auto\"");
+    let s = Spec::parse(&format!(
+        "repetitions = {{ min = 3, max = 20, until = \"decided\" }}\nbudget = \"10m\"\n{auto}"
+    ))
+    .expect("valid");
+    assert!(s.workload.auto_window);
+    assert_eq!(s.workload.duration, crate::model::AUTO_PILOT_WINDOW);
+    let e = Spec::parse(&format!("repetitions = 3\n{auto}")).expect_err("auto without a budget");
+    assert_eq!(e.field, "workload.duration", "{e}");
     for (text, want) in [
         (
             "budget = \"10m\"",

@@ -274,6 +274,7 @@ duration = "2s"
     )
     .await;
     assert_eq!(state, "done", "job {job}");
+    let first = job.clone();
     let stop = replay_looks(&mut client, &job, 3, 5).await;
     assert!(
         matches!(stop, Stop::Decided(_) | Stop::Max),
@@ -294,6 +295,63 @@ duration = "2s"
         matches!(stop, Stop::Budget | Stop::Decided(3)),
         "a 10 s budget: {stop:?}"
     );
+    // `duration = "auto"`: the window the two jobs above (like this one) imply for a 60 s
+    // budget, as report::pilot computes it from their exports; stored in the job's plan.
+    let mut earlier = Vec::new();
+    for id in [&job, &first] {
+        let e: blocklab_measure::job::JobExport = client
+            .export_job(blocklab_proto::v1::ExportJobRequest {
+                job_id: id.to_string(),
+                metric: String::new(),
+                include_samples: true,
+            })
+            .await
+            .expect("export")
+            .into_inner()
+            .into();
+        earlier.push(e);
+    }
+    let auto = spec("auto", "0.01", 20, "budget = \"60s\"")
+        .replace("duration = \"2s\"", "duration = \"auto\"");
+    let parsed = blocklab_spec::Spec::parse(&auto).expect("spec");
+    let want = blocklab_report::pilot::history(&parsed, &earlier)
+        .and_then(|h| {
+            blocklab_report::pilot::choices(&h, 2, 1.0, (3, 20), 60.0)
+                .first()
+                .map(|c| c.window_secs)
+        })
+        .unwrap_or(blocklab_spec::AUTO_PILOT_WINDOW.as_secs());
+    let submitted = client
+        .submit_job(blocklab_proto::v1::SubmitJobRequest {
+            spec_toml: auto,
+            files: Default::default(),
+        })
+        .await
+        .expect("submit")
+        .into_inner();
+    client
+        .cancel_job(blocklab_proto::v1::CancelJobRequest {
+            job_id: submitted.job_id.clone(),
+        })
+        .await
+        .expect("cancel");
+    let pool = sqlx::SqlitePool::connect(&format!(
+        "sqlite://{}?mode=ro",
+        lab.catalog_path().display()
+    ))
+    .await
+    .expect("catalog");
+    let plan: String = sqlx::query_scalar("SELECT plan_json FROM jobs WHERE job_id = ?")
+        .bind(&submitted.job_id)
+        .fetch_one(&pool)
+        .await
+        .expect("plan");
+    let plan: serde_json::Value = serde_json::from_str(&plan).expect("json");
+    let workload = plan
+        .pointer("/Benchmark/spec/workload")
+        .unwrap_or_else(|| panic!("no workload in {plan}"));
+    assert_eq!(workload["auto_window"], true, "{workload}");
+    assert_eq!(workload["duration"]["secs"], want, "{workload}");
     lab.shutdown().await;
 }
 

@@ -31,7 +31,7 @@ pub async fn earlier_like(client: &mut Client, spec: &Spec) -> Result<Vec<JobExp
             include_samples: samples,
         };
         let brief: JobExport = client.export_job(export(false)).await?.into_inner().into();
-        if !pilot::is_like(spec, &brief) {
+        if !pilot::is_like(spec, &brief.spec_toml) {
             continue;
         }
         out.push(client.export_job(export(true)).await?.into_inner().into());

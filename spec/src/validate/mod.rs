@@ -65,6 +65,19 @@ fn validate(raw: RawSpec, files: &Files) -> Result<Spec, SpecError> {
         settings_variants.len(),
         workload_variants.len(),
     ];
+    let budget = adaptive.and_then(|a| a.budget);
+    for (prefix, w) in std::iter::once(("workload".to_string(), &workload)).chain(
+        workload_variants
+            .iter()
+            .map(|(name, w)| (format!("workload_variants.{name}"), w)),
+    ) {
+        if w.auto_window && budget.is_none() {
+            return Err(SpecError::new(
+                format!("{prefix}.duration"),
+                "\"auto\" lets the coordinator choose the window for a budget; give budget = \"10m\" (with adaptive repetitions), or a duration such as \"60s\"",
+            ));
+        }
+    }
     let most = adaptive.map_or(repetitions, |a| a.max);
     matrix::check_run_count(&raw.matrix, &axes, variants, most)?;
     Ok(Spec {

@@ -98,9 +98,13 @@ pub(super) fn validate_workload(
             ));
         }
         Duration::ZERO
+    } else if w.duration.as_deref().map(str::trim) == Some("auto") && kind.has_window() {
+        crate::model::AUTO_PILOT_WINDOW
     } else {
         window(prefix, w.duration.as_deref(), &kind)?
     };
+    let auto_window = duration == crate::model::AUTO_PILOT_WINDOW
+        && w.duration.as_deref().map(str::trim) == Some("auto");
     let warmup = match &w.warmup {
         Some(t) => parse_duration(&format!("{prefix}.warmup"), t)?,
         None => Duration::ZERO,
@@ -115,6 +119,7 @@ pub(super) fn validate_workload(
         threads: w.threads,
         pgbench,
         init,
+        auto_window,
     })
 }
 

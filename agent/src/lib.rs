@@ -1,6 +1,6 @@
-//! blocklab agent (database host): builds PostgreSQL at a chosen BLCKSZ / XLOG_BLCKSZ into a
-//! build cache, runs one cluster per benchmark run as an unprivileged user, and reports host
-//! facts. `serve` attaches to the coordinator; [`AgentHandler`] can also be driven directly.
+//! blocklab agent (database host): builds PostgreSQL at a chosen BLCKSZ / XLOG_BLCKSZ as an
+//! unprivileged builds user into a build cache only the agent writes, runs one cluster per
+//! benchmark run as another unprivileged user, and reports host facts. `serve` attaches to the coordinator; [`AgentHandler`] can also be driven directly.
 
 pub mod build;
 pub mod cache;
@@ -87,7 +87,8 @@ pub struct AgentConfig {
 
 impl AgentConfig {
     /// Defaults: host id = hostname, address 127.0.0.1, the standard directories, the
-    /// `blocklab` user when running as root, `make -j<cores>`.
+    /// `blocklab` (servers) and `blocklab-build` (builds) users when running as root,
+    /// `make -j<cores>`.
     pub fn default_for(coordinator: &str) -> Self {
         Self {
             coordinator: coordinator.to_string(),

@@ -266,16 +266,31 @@ async fn an_older_cache_becomes_the_agents() {
     ] {
         give(&cache.join(p));
     }
+    // A link the servers' user planted where the agent writes is removed, never followed.
+    let target = work.path().join("outside");
+    std::fs::write(&target, b"keep").unwrap();
+    std::os::unix::fs::symlink(&target, cache.join("pg15-b8-w8-x.last-used")).unwrap();
+    give(&cache.join("pg15-b8-w8-x.last-used"));
     let handler = AgentHandler::new(config(work.path(), cache.clone(), 55480)).unwrap();
     let builder = uid_of(handler.build_user());
     let m = std::fs::metadata(&cache).unwrap();
     assert_eq!((m.uid(), m.mode() & 0o777), (0, 0o755));
-    assert!(!cache.join(".work").exists() && !cache.join("sources").exists());
+    for gone in [
+        ".work",
+        "sources",
+        "downloads",
+        "pg15-b8-w8-x.lock",
+        "pg15-b8-w8-x.last-used",
+    ] {
+        assert!(
+            std::fs::symlink_metadata(cache.join(gone)).is_err(),
+            "{gone} is still there"
+        );
+    }
+    assert_eq!(std::fs::read(&target).unwrap(), b"keep");
     let owner = |p: &str| std::fs::symlink_metadata(cache.join(p)).unwrap().uid();
     assert_eq!(owner("git"), 0);
     assert_eq!(owner("git/0123456789abcdef"), builder);
-    assert_eq!(owner("downloads/ff"), 0);
-    assert_eq!(owner("pg15-b8-w8-x.lock"), 0);
 }
 
 fn blocklab_tests_pg_user() -> String {

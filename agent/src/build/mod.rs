@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
 use crate::error::AgentError;
-use crate::fsutil::{create_dir_0755, lock_file, lock_file_shared, try_lock_file, unix_now};
+use crate::fsutil::{create_dir_0755, lock_file, lock_file_shared, unix_now};
 use crate::options::{BuildSpec, cache_key, major_version};
 use crate::process::{Cmd, RunAs};
 use source::{Fetched, SourceInfo};
@@ -156,10 +156,11 @@ impl BuildCache {
         progress: Option<&ProgressSink>,
     ) -> Result<Build, AgentError> {
         self.allowed.check(&spec.source)?;
-        staging::agent_dir(&self.root)?;
+        create_dir_0755(&self.root)?;
         report(progress, spec, BuildStep::Fetch).await;
         let fetched = source::fetch(&self.root, &spec.source, &self.builder, progress).await?;
-        let dir = BuildDir::create(&self.root, &fetched.digest[..16], &self.builder)?;
+        let name = fetched.digest.get(..16).unwrap_or(&fetched.digest);
+        let dir = BuildDir::create(&self.root, name, &self.builder)?;
         let (mut unpacked, info) = match source::known(&self.root, &fetched.digest) {
             Some(info) => (None, info),
             None => {
@@ -463,45 +464,27 @@ pub fn last_used_path(prefix: &Path) -> PathBuf {
 }
 
 /// A cache entry the agent did not make (an older layout's, or anyone's but the agent's uid)
-/// is not trusted: it is removed, or, while a server still uses it, moved aside into
-/// `.untrusted/` (emptied at the agent's next start). We hold the key's lock.
+/// is not trusted: set aside (see `staging::set_aside`) and built anew. We hold the key's lock.
 fn set_aside_untrusted(root: &Path, key: &str) -> Result<(), AgentError> {
+    use std::os::unix::fs::MetadataExt;
     let prefix = root.join(key);
     let Ok(meta) = std::fs::symlink_metadata(&prefix) else {
         return Ok(());
     };
     let me = nix::unistd::geteuid().as_raw();
-    let marker_owner = std::fs::symlink_metadata(prefix.join(MARKER)).map(|m| m.uid());
-    use std::os::unix::fs::MetadataExt;
+    let marker = std::fs::symlink_metadata(prefix.join(MARKER)).map(|m| m.uid());
     let why = if !meta.is_dir() {
         "is not a directory".to_string()
     } else if meta.uid() != me {
         format!("belongs to uid {}, not the agent (uid {me})", meta.uid())
-    } else if marker_owner.as_ref().is_ok_and(|&u| u != me) {
-        format!(
-            "has a completion marker of uid {}",
-            marker_owner.unwrap_or(0)
-        )
+    } else if let Ok(uid) = marker.as_ref()
+        && *uid != me
+    {
+        format!("has a completion marker of uid {uid}, not the agent's (uid {me})")
     } else {
         return Ok(());
     };
-    tracing::warn!(key = %key, dir = %prefix.display(), reason = %why, "cached build not trusted; it will be rebuilt");
-    let free = try_lock_file(&root.join(format!("{key}.inuse")))?.is_some();
-    let gone = if free || !meta.is_dir() {
-        if meta.is_dir() {
-            std::fs::remove_dir_all(&prefix)
-        } else {
-            std::fs::remove_file(&prefix)
-        }
-    } else {
-        let aside = root.join(staging::UNTRUSTED);
-        create_dir_0755(&aside)?;
-        std::fs::rename(
-            &prefix,
-            aside.join(format!("{key}-{}", uuid::Uuid::new_v4())),
-        )
-    };
-    gone.map_err(|e| AgentError::io(format!("set aside {}", prefix.display()), e))?;
+    staging::set_aside(root, key, &why)?;
     let _ = std::fs::remove_dir_all(root.join(format!("{key}.logs")));
     Ok(())
 }

@@ -88,12 +88,20 @@ fn remove_dead(staging: &Path) {
 }
 
 /// A directory of the agent's: created 0755 if missing; as root, one left by someone else
-/// (an older layout) is removed first, so nobody else can write in it.
-pub fn agent_dir(dir: &Path) -> Result<(), AgentError> {
+/// (an older layout) is removed first, so nobody else can write in it (not root, that is an
+/// error).
+fn agent_dir(dir: &Path) -> Result<(), AgentError> {
     let me = nix::unistd::geteuid().as_raw();
     if let Ok(m) = std::fs::symlink_metadata(dir)
         && (m.uid() != me || !m.is_dir())
     {
+        if me != 0 {
+            return Err(AgentError::Other(format!(
+                "{} belongs to uid {}, not the agent (uid {me})",
+                dir.display(),
+                m.uid()
+            )));
+        }
         tracing::warn!(dir = %dir.display(), owner = m.uid(), "not the agent's; removing it");
         let gone = if m.is_dir() {
             std::fs::remove_dir_all(dir)
@@ -107,11 +115,10 @@ pub fn agent_dir(dir: &Path) -> Result<(), AgentError> {
 }
 
 /// Makes the cache at `root` the agent's at start: the top directory loses group and other
-/// write permission (and, as root, becomes the agent's); what an older layout left there
-/// for the PostgreSQL user (unpacked sources, build scratch) is removed; lock, use and
-/// history files become the agent's; git mirrors become the builds user's. Cache entries
-/// (builds) owned by someone else are judged when a build asks for them. Returns how many
-/// entries changed.
+/// write permission (and, as root, becomes the agent's); `.untrusted/` is emptied. As root,
+/// whatever an older layout left there for another user is not trusted: a directory (a build,
+/// its logs, unpacked sources, scratch, downloads) is set aside, any other entry removed; git
+/// mirrors become the builds user's. Returns how many entries changed.
 pub fn claim_cache(root: &Path, builder: &RunAs) -> Result<u64, AgentError> {
     let me = nix::unistd::geteuid();
     let meta = std::fs::metadata(root)
@@ -131,15 +138,8 @@ pub fn claim_cache(root: &Path, builder: &RunAs) -> Result<u64, AgentError> {
     if !me.is_root() {
         return Ok(changed);
     }
-    let Ok(rd) = std::fs::read_dir(root) else {
-        return Ok(changed);
-    };
-    let agent = RunAs {
-        name: "the agent".into(),
-        uid: me.as_raw(),
-        gid: nix::unistd::getegid().as_raw(),
-        switch: true,
-    };
+    let rd = std::fs::read_dir(root)
+        .map_err(|e| AgentError::io(format!("read {}", root.display()), e))?;
     for e in rd.flatten() {
         let p = e.path();
         let Ok(m) = std::fs::symlink_metadata(&p) else {
@@ -147,40 +147,66 @@ pub fn claim_cache(root: &Path, builder: &RunAs) -> Result<u64, AgentError> {
         };
         let name = e.file_name().to_string_lossy().into_owned();
         if name == "git" && m.is_dir() {
-            changed += claim_git(&p, builder, &agent)?;
-            continue;
-        }
-        if m.uid() == me.as_raw() {
-            continue;
-        }
-        if name == ".work" || name == "sources" || name == STAGING {
-            tracing::info!(dir = %p.display(), "removing what an older cache layout left for the postgresql user");
-            std::fs::remove_dir_all(&p)
-                .map_err(|e| AgentError::io(format!("remove {}", p.display()), e))?;
+            changed += claim_git(&p, builder)?;
+        } else if m.uid() != me.as_raw() {
+            let why = format!("belongs to uid {}, not the agent (uid {me})", m.uid());
+            set_aside(root, &name, &why)?;
             changed += 1;
-        } else if !m.is_dir() || name == "downloads" || name.ends_with(".logs") {
-            changed += give_tree(&p, &agent)?;
         }
     }
     Ok(changed)
 }
 
-/// The git directory is the agent's (its locks, logs and configuration); each mirror in it
-/// is the builds user's.
-fn claim_git(git: &Path, builder: &RunAs, agent: &RunAs) -> Result<u64, AgentError> {
+/// Takes `root/name` out of the cache, for the reason `why` (logged): a file is removed; a
+/// directory is removed, or, while a server still uses it (`<name>.inuse` is held), moved into
+/// `.untrusted/`. A build is then made anew when it is asked for.
+pub fn set_aside(root: &Path, name: &str, why: &str) -> Result<(), AgentError> {
+    let p = root.join(name);
+    let Ok(m) = std::fs::symlink_metadata(&p) else {
+        return Ok(());
+    };
+    tracing::warn!(entry = %p.display(), reason = %why, "cache entry not trusted; set aside (a build is made anew when asked for)");
+    let gone = if !m.is_dir() {
+        std::fs::remove_file(&p)
+    } else if !in_use(root, name)? {
+        std::fs::remove_dir_all(&p)
+    } else {
+        let aside = root.join(UNTRUSTED);
+        crate::fsutil::create_dir_0755(&aside)?;
+        std::fs::rename(&p, aside.join(format!("{name}-{}", uuid::Uuid::new_v4())))
+    };
+    gone.map_err(|e| AgentError::io(format!("set aside {}", p.display()), e))
+}
+
+/// Whether a server holds `<name>.inuse` (a build's use lock; see the `build` module).
+fn in_use(root: &Path, name: &str) -> Result<bool, AgentError> {
+    let lock = root.join(format!("{name}.inuse"));
+    Ok(lock.is_file() && try_lock_file(&lock)?.is_none())
+}
+
+/// The git directory is the agent's (its locks, logs and configuration: another user's are
+/// removed); each mirror in it is the builds user's.
+fn claim_git(git: &Path, builder: &RunAs) -> Result<u64, AgentError> {
+    let me = nix::unistd::geteuid().as_raw();
     let mut changed = 0;
     let m = std::fs::symlink_metadata(git)
         .map_err(|e| AgentError::io(format!("stat {}", git.display()), e))?;
-    if m.uid() != agent.uid {
-        chown_nofollow(git, agent.uid, agent.gid)
+    if m.uid() != me {
+        chown_nofollow(git, me, nix::unistd::getegid().as_raw())
             .map_err(|e| AgentError::io(format!("chown {}", git.display()), e))?;
         changed += 1;
     }
     let rd =
         std::fs::read_dir(git).map_err(|e| AgentError::io(format!("read {}", git.display()), e))?;
     for e in rd.flatten() {
-        let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
-        changed += give_tree(&e.path(), if is_dir { builder } else { agent })?;
+        let p = e.path();
+        if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            changed += give_tree(&p, builder)?;
+        } else if std::fs::symlink_metadata(&p).is_ok_and(|m| m.uid() != me) {
+            std::fs::remove_file(&p)
+                .map_err(|e| AgentError::io(format!("remove {}", p.display()), e))?;
+            changed += 1;
+        }
     }
     Ok(changed)
 }

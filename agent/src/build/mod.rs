@@ -238,7 +238,9 @@ impl BuildCache {
             wal_block_size_kb: spec.wal_block_size_kb,
             configure_flags: spec.configure_flags.clone(),
             compiler,
-            build_seconds: started.elapsed().as_secs_f64(),
+            // In milliseconds: a short decimal reads back from the marker's JSON exactly, so a
+            // reuse reports the same duration as the build.
+            build_seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
             completed_at_unix: unix_now(),
             segsize_gb: spec.segsize_gb,
             wal_segsize_mb: if old { spec.wal_segsize_mb } else { 0 },

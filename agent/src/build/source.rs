@@ -179,7 +179,7 @@ pub async fn unpack(
     let json = serde_json::to_string(&info)
         .map_err(|e| AgentError::Other(format!("encode source record: {e}")))?;
     let path = info_path(cache, &fetched.digest);
-    let tmp = path.with_extension("json.tmp");
+    let tmp = path.with_extension(format!("{}.tmp", uuid::Uuid::new_v4()));
     std::fs::write(&tmp, json)
         .and_then(|()| std::fs::rename(&tmp, &path))
         .map_err(|e| AgentError::io("write source record", e))?;

@@ -230,6 +230,35 @@ mod tests {
     }
 
     #[test]
+    fn the_builds_user_is_its_own() {
+        let me = resolve_pg_user(if geteuid().is_root() {
+            Some("nobody")
+        } else {
+            None
+        })
+        .unwrap();
+        if geteuid().is_root() {
+            for (name, says) in [
+                (None, "--build-user is required"),
+                (Some("root"), "is root"),
+                (
+                    Some("nobody"),
+                    "is also the servers' user (--pg-user \"nobody\")",
+                ),
+                (Some("no-such-user-blocklab"), "no OS user named"),
+            ] {
+                let err = resolve_build_user(name, &me).unwrap_err().to_string();
+                assert!(err.starts_with("invalid build_user: "), "{err}");
+                assert!(err.contains(says), "{name:?}: {err}");
+                assert!(err.contains("allowed: "), "{name:?}: {err}");
+            }
+        } else {
+            let b = resolve_build_user(None, &me).unwrap();
+            assert_eq!((b.uid, b.switch), (me.uid, false));
+        }
+    }
+
+    #[test]
     fn current_user_resolves() {
         if geteuid().is_root() {
             assert!(resolve_pg_user(None).is_err());

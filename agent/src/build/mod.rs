@@ -224,7 +224,8 @@ impl BuildCache {
                 spec, &fetched, &info, &top, &key, &prefix, &dir, old, progress,
             )
             .await;
-        drop(dir);
+        // Removing the build's tree (its objects) takes a while: off the async threads.
+        let _ = tokio::task::spawn_blocking(move || drop(dir)).await;
         if let Err(e) = outcome {
             let _ = std::fs::remove_dir_all(&prefix);
             return Err(e);

@@ -151,7 +151,7 @@ fn check_owner(st: &FileStat, path: &Path, owner: u32) -> Result<(), AgentError>
 fn make_dir(path: &Path) -> Result<(), AgentError> {
     std::fs::create_dir(path)
         .map_err(|e| AgentError::io(format!("create {}", path.display()), e))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+    crate::fsutil::chmod_nofollow(path, 0o755)
         .map_err(|e| AgentError::io(format!("chmod {}", path.display()), e))
 }
 

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Installs blocklab on this machine: release binaries in $PREFIX/bin (blocklab,
 # blocklab-coordinator, blocklab-agent, blocklab-worker), systemd units for the three daemons
-# (Restart=on-failure), the `blocklab` system user (shared with deploy/setup.sh, which runs
-# PostgreSQL as it), config files under /etc/blocklab (from each daemon's
-# --print-default-config; existing files are kept), data under /var/lib/blocklab, and the
-# agent's one root operation: /usr/local/libexec/blocklab/blocklab-drop-caches (drops the OS page
-# cache, no arguments) with a sudoers line letting the blocklab user run exactly that command.
+# (Restart=on-failure), the system users the agent keeps apart (shared with deploy/setup.sh):
+# `blocklab` runs PostgreSQL (the coordinator and worker units run as it too),
+# `blocklab-build` configures and makes sources; the agent itself runs as root, holds the
+# host's credential
+# (/etc/blocklab/agent.token, 0600 root, if present) and the build cache
+# (/var/cache/blocklab/builds, root's). Config files under /etc/blocklab (from each daemon's
+# --print-default-config; existing files are kept), data under /var/lib/blocklab, and
+# /usr/local/libexec/blocklab/blocklab-drop-caches (drops the OS page cache, no arguments; the
+# agent, as root, drops the cache itself).
 #
 #   sudo deploy/install.sh                    # all three services on this host
 #   sudo deploy/install.sh agent worker       # only these services (e.g. a lab machine)
@@ -26,6 +30,7 @@ CACHE_DIR=${BLOCKLAB_CACHE_DIR:-/var/cache/blocklab}
 UNIT_DIR=${BLOCKLAB_UNIT_DIR:-/etc/systemd/system}
 BIN_SOURCE=${BLOCKLAB_BIN_SOURCE:-target/release}
 USER_NAME=blocklab
+BUILD_USER_NAME=blocklab-build
 BINARIES=(blocklab blocklab-coordinator blocklab-agent blocklab-worker)
 
 build=1
@@ -69,33 +74,37 @@ if ! id "$USER_NAME" >/dev/null 2>&1; then
   echo "install: creating system user $USER_NAME"
   useradd --system --home-dir "$DATA_DIR" --shell /usr/sbin/nologin "$USER_NAME"
 fi
+if ! id "$BUILD_USER_NAME" >/dev/null 2>&1; then
+  echo "install: creating system user $BUILD_USER_NAME (configures and makes PostgreSQL sources)"
+  useradd --system --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin "$BUILD_USER_NAME"
+fi
 
-# The agent runs as $USER_NAME; the only thing it needs root for is dropping the OS page cache,
-# through this fixed helper and nothing else ("" in sudoers: no arguments allowed).
+# The agent runs as root and drops the OS page cache itself. The fixed helper stays for an
+# agent run as an unprivileged user (developer mode), which calls it through
+# `sudo -n` if an administrator adds the sudoers line for that user (see README.md). The
+# sudoers line older installs gave $USER_NAME is removed: $USER_NAME now runs only the servers.
 HELPER=/usr/local/libexec/blocklab/blocklab-drop-caches
 install -d -m 755 "$(dirname "$HELPER")"
 install -m 755 -o root -g root deploy/libexec/blocklab-drop-caches "$HELPER"
-if [ -d /etc/sudoers.d ]; then
-  sudoers=$(mktemp)
-  printf '# blocklab agent: drop the OS page cache (layout.drop_os_cache), nothing else\n%s ALL=(root) NOPASSWD: %s ""\n' \
-    "$USER_NAME" "$HELPER" > "$sudoers"
-  if ! command -v visudo >/dev/null || visudo -cqf "$sudoers"; then
-    install -m 440 -o root -g root "$sudoers" /etc/sudoers.d/blocklab-agent
-    echo "install: $HELPER and /etc/sudoers.d/blocklab-agent"
-  else
-    echo "install: sudoers line for $HELPER did not validate; layout.drop_os_cache will fail" >&2
-  fi
-  rm -f "$sudoers"
-else
-  echo "install: no /etc/sudoers.d; install sudo for layout.drop_os_cache" >&2
+if [ -e /etc/sudoers.d/blocklab-agent ]; then
+  rm -f /etc/sudoers.d/blocklab-agent
+  echo "install: removed /etc/sudoers.d/blocklab-agent (the agent runs as root)"
 fi
 
 install -d -m 755 "$CONF_DIR"
-install -d -m 750 -o "$USER_NAME" -g "$USER_NAME" "$DATA_DIR" "$DATA_DIR/agent"
+install -d -m 750 -o "$USER_NAME" -g "$USER_NAME" "$DATA_DIR"
+# The agent (root) owns its work directory and the build cache; each run's directory in it
+# is the servers' user's (0700), each build's the builds user's (0700). The agent takes over
+# a cache of an older layout at its start (entries it did not make are rebuilt).
+install -d -m 755 -o root -g root "$DATA_DIR/agent"
 install -d -m 755 "$CACHE_DIR"
-install -d -m 755 -o "$USER_NAME" -g "$USER_NAME" "$CACHE_DIR/builds"
-# A cache filled while the agent ran as root becomes the agent's (builds keep their keys).
-chown -R "$USER_NAME:$USER_NAME" "$CACHE_DIR/builds" "$DATA_DIR/agent"
+install -d -m 755 -o root -g root "$CACHE_DIR/builds"
+# The agent's credential is its alone: it refuses one that group or others can read.
+if [ -e "$CONF_DIR/agent.token" ]; then
+  chown root:root "$CONF_DIR/agent.token"
+  chmod 600 "$CONF_DIR/agent.token"
+  echo "install: $CONF_DIR/agent.token is root's, mode 600"
+fi
 
 write_config() { # name, command...
   local file="$CONF_DIR/$1.toml"

@@ -29,7 +29,8 @@ trap stop_daemons EXIT
 "$bin/blocklab-coordinator" --listen "127.0.0.1:$port" --catalog "$catalog" >"$demo_dir/coordinator.log" 2>&1 &
 pids+=($!)
 "$bin/blocklab-agent" --host-id demo-db --advertise-addr 127.0.0.1 --work-dir "$demo_dir/agent" \
-  --build-cache "$BLOCKLAB_BUILD_CACHE" --pg-user "$BLOCKLAB_PG_USER" >"$demo_dir/agent.log" 2>&1 &
+  --build-cache "$BLOCKLAB_BUILD_CACHE" --pg-user "$BLOCKLAB_PG_USER" --build-user "$BLOCKLAB_BUILD_USER" \
+  >"$demo_dir/agent.log" 2>&1 &
 pids+=($!)
 "$bin/blocklab-worker" serve --host-id demo-client --advertise-addr 127.0.0.1 >"$demo_dir/worker.log" 2>&1 &
 pids+=($!)

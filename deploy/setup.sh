@@ -4,7 +4,8 @@
 #     sqlite3, dpkg-dev for the source download) and, unless BLOCKLAB_SETUP_FOR=demo (set by
 #     deploy/demo.sh), what only the tests need (iproute2 for network namespaces, Debian's
 #     PostgreSQL 15 binaries, chromium for the dashboard test in headless mode, curl, time)
-#   - the unprivileged OS user that runs initdb/postgres ("blocklab")
+#   - the unprivileged OS users the agent keeps apart: "blocklab" runs initdb/postgres,
+#     "blocklab-build" unpacks, configures, makes and installs sources
 #   - the PostgreSQL 15 release tarball, from Debian's source package (works offline from
 #     the Debian mirror), cached under /var/cache/blocklab/src
 # Source it (". deploy/setup.sh") to get BLOCKLAB_* variables exported.
@@ -12,6 +13,7 @@ set -euo pipefail
 
 BLOCKLAB_CACHE=${BLOCKLAB_CACHE:-/var/cache/blocklab}
 export BLOCKLAB_PG_USER=${BLOCKLAB_PG_USER:-blocklab}
+export BLOCKLAB_BUILD_USER=${BLOCKLAB_BUILD_USER:-blocklab-build}
 export BLOCKLAB_BUILD_CACHE=${BLOCKLAB_BUILD_CACHE:-$BLOCKLAB_CACHE/builds}
 export BLOCKLAB_PG_TARBALL=${BLOCKLAB_PG_TARBALL:-$BLOCKLAB_CACHE/src/postgresql-15.tar.bz2}
 
@@ -46,6 +48,14 @@ fi
 if ! id "$BLOCKLAB_PG_USER" >/dev/null 2>&1; then
   echo "setup: creating OS user $BLOCKLAB_PG_USER (runs initdb and postgres)"
   $SUDO useradd --system --home-dir /var/lib/blocklab --shell /usr/sbin/nologin "$BLOCKLAB_PG_USER"
+fi
+if ! id "$BLOCKLAB_BUILD_USER" >/dev/null 2>&1; then
+  echo "setup: creating OS user $BLOCKLAB_BUILD_USER (configures and makes PostgreSQL sources)"
+  $SUDO useradd --system --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin "$BLOCKLAB_BUILD_USER"
+fi
+if [ "$BLOCKLAB_BUILD_USER" = "$BLOCKLAB_PG_USER" ]; then
+  echo "setup: BLOCKLAB_BUILD_USER must differ from BLOCKLAB_PG_USER ($BLOCKLAB_PG_USER)" >&2
+  exit 1
 fi
 
 $SUDO mkdir -p "$BLOCKLAB_CACHE/src" "$BLOCKLAB_BUILD_CACHE" /var/lib/blocklab

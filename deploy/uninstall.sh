@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Reverses deploy/install.sh: stops and disables the services, removes the units and the
 # binaries. Configuration (/etc/blocklab) and data (/var/lib/blocklab: the catalog, run
-# directories) are kept unless --purge is given. The `blocklab` user stays: deploy/setup.sh
-# and PostgreSQL builds use it too.
+# directories) are kept unless --purge is given. The `blocklab` and `blocklab-build` users
+# stay: deploy/setup.sh uses them too (PostgreSQL servers and builds).
 set -euo pipefail
 
 PREFIX=${PREFIX:-/usr/local}

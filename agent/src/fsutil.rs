@@ -198,9 +198,9 @@ pub async fn sha256_file(path: &Path) -> Result<String, AgentError> {
 
 /// `sync`, then 3 into /proc/sys/vm/drop_caches: directly when the agent is root, otherwise
 /// through the one command the agent may run as root, [`DROP_CACHES_HELPER`] with no
-/// arguments (`sudo -n`; deploy/install.sh installs it and its sudoers line). Not permitted
-/// (no sudoers line, read-only /proc/sys in a container) is an `Err` with the reason, logged
-/// as a warning; whether that fails a run is the caller's rule.
+/// arguments (`sudo -n`; deploy/install.sh installs it, README.md gives its sudoers line).
+/// Not permitted (no sudoers line, read-only /proc/sys in a container) is an `Err` with the
+/// reason, logged as a warning; whether that fails a run is the caller's rule.
 pub async fn drop_os_cache() -> Result<(), String> {
     let reason = if nix::unistd::geteuid().is_root() {
         let res = tokio::task::spawn_blocking(|| {
@@ -224,7 +224,7 @@ pub async fn drop_os_cache() -> Result<(), String> {
             Ok(_) => return Ok(()),
             Err(e) => format!(
                 "the agent is not root and sudo -n {DROP_CACHES_HELPER} failed ({e}); \
-                 see deploy/install.sh for its sudoers line"
+                 run the agent as root, or see README.md for the helper's sudoers line"
             ),
         }
     };

@@ -1,6 +1,6 @@
-//! blocklab agent (database host): builds PostgreSQL at a chosen BLCKSZ / XLOG_BLCKSZ into a
-//! build cache, runs one cluster per benchmark run as an unprivileged user, and reports host
-//! facts. `serve` attaches to the coordinator; [`AgentHandler`] can also be driven directly.
+//! blocklab agent (database host): builds PostgreSQL at a chosen BLCKSZ / XLOG_BLCKSZ as an
+//! unprivileged builds user into a build cache only the agent writes, runs one cluster per
+//! benchmark run as another unprivileged user, and reports host facts. `serve` attaches to the coordinator; [`AgentHandler`] can also be driven directly.
 
 pub mod build;
 pub mod cache;
@@ -38,6 +38,8 @@ pub const DEFAULT_WORK_DIR: &str = "/var/lib/blocklab/agent";
 pub const DEFAULT_BUILD_CACHE: &str = "/var/cache/blocklab/builds";
 /// Default PostgreSQL user when the agent runs as root.
 pub const DEFAULT_PG_USER: &str = "blocklab";
+/// Default builds user when the agent runs as root.
+pub const DEFAULT_BUILD_USER: &str = "blocklab-build";
 /// Default port range for clusters.
 pub const DEFAULT_PORT_RANGE: (u16, u16) = (54320, 54399);
 
@@ -66,6 +68,10 @@ pub struct AgentConfig {
     pub build_cache_max_bytes: Option<u64>,
     /// OS user for initdb/postgres; `None` = the current user (which must not be root).
     pub pg_user: Option<String>,
+    /// OS user that unpacks, configures, makes and installs sources (`--build-user`); as
+    /// root it is required and must differ from `pg_user`; `None` = the current user
+    /// (developer mode: one uid for agent, builds and servers).
+    pub build_user: Option<String>,
     /// Inclusive.
     pub port_range: (u16, u16),
     pub make_jobs: usize,
@@ -81,7 +87,8 @@ pub struct AgentConfig {
 
 impl AgentConfig {
     /// Defaults: host id = hostname, address 127.0.0.1, the standard directories, the
-    /// `blocklab` user when running as root, `make -j<cores>`.
+    /// `blocklab` (servers) and `blocklab-build` (builds) users when running as root,
+    /// `make -j<cores>`.
     pub fn default_for(coordinator: &str) -> Self {
         Self {
             coordinator: coordinator.to_string(),
@@ -95,6 +102,7 @@ impl AgentConfig {
             build_cache: PathBuf::from(DEFAULT_BUILD_CACHE),
             build_cache_max_bytes: None,
             pg_user: default_pg_user(),
+            build_user: default_build_user(),
             port_range: DEFAULT_PORT_RANGE,
             make_jobs: std::thread::available_parallelism()
                 .map(|n| n.get())
@@ -134,6 +142,13 @@ pub fn default_pg_user() -> Option<String> {
         .then(|| DEFAULT_PG_USER.to_string())
 }
 
+/// `blocklab-build` when running as root, otherwise the current user.
+pub fn default_build_user() -> Option<String> {
+    nix::unistd::geteuid()
+        .is_root()
+        .then(|| DEFAULT_BUILD_USER.to_string())
+}
+
 /// Runs the agent until `shutdown` resolves: attaches to the coordinator (reconnecting),
 /// executes tasks, and on shutdown stops and removes every running cluster.
 pub async fn serve(
@@ -153,14 +168,15 @@ pub async fn serve(
         field: "--token-file".into(),
         reason,
     })?;
-    if nix::unistd::geteuid().is_root() {
+    let handler = Arc::new(AgentHandler::new(config.clone())?);
+    if !nix::unistd::geteuid().is_root() {
         tracing::warn!(
-            pg_user = ?config.pg_user,
-            "the agent runs as root: builds and servers still run as the postgresql user, but the \
-             agent need not be root (see deploy/systemd/blocklab-agent.service)"
+            user = %handler.pg_user(),
+            "the agent is not root: builds, servers and the agent share this one uid (developer \
+             mode), so a build can read the agent's files and other builds; run it as root with \
+             --pg-user and --build-user to keep them apart"
         );
     }
-    let handler = Arc::new(AgentHandler::new(config.clone())?);
     handler.cleanup_stale().await;
     let hello = handler.hello().await;
     tracing::info!(
@@ -168,6 +184,7 @@ pub async fn serve(
         coordinator = %config.coordinator,
         address = %config.advertise_addr,
         pg_user = %handler.pg_user(),
+        build_user = %handler.build_user(),
         "agent starting"
     );
     let session = SessionConfig { hello, ..session };

@@ -58,6 +58,11 @@ struct Args {
     /// OS user that runs initdb/postgres (default: blocklab as root, else the current user).
     #[arg(long, env = "BLOCKLAB_PG_USER")]
     pg_user: Option<String>,
+    /// OS user that unpacks, configures, makes and installs sources, in a directory of each
+    /// build's own (default: blocklab-build as root, else the current user). As root it must
+    /// be neither root nor the --pg-user.
+    #[arg(long, env = "BLOCKLAB_BUILD_USER")]
+    build_user: Option<String>,
     /// Inclusive port range for clusters, e.g. 54320-54399.
     #[arg(long, env = "BLOCKLAB_PORT_RANGE", default_value = "54320-54399")]
     port_range: String,
@@ -168,12 +173,18 @@ async fn main() -> anyhow::Result<()> {
     if args.pg_user.is_some() {
         config.pg_user = args.pg_user;
     }
+    if args.build_user.is_some() {
+        config.build_user = args.build_user;
+    }
     config.port_range = parse_port_range(&args.port_range)?;
     if let Some(j) = args.make_jobs {
         config.make_jobs = j.max(1);
     }
     if let Some(ca) = &args.ca_cert {
         config.tls = Some(ClientTls::from_ca_file("--ca-cert", ca)?);
+    }
+    if let Some(file) = &args.token_file {
+        blocklab_agent::users::check_credential_file("--token-file", file)?;
     }
     config.token = resolve_token("--token-file", args.token_file.as_deref(), FLEET_TOKEN_ENV)?;
     serve(config, blocklab_daemon::shutdown_signal())

@@ -8,27 +8,73 @@ use nix::unistd::{Uid, User, getegid, geteuid};
 use crate::error::AgentError;
 use crate::process::RunAs;
 
-/// Resolves who runs initdb/postgres. As root a named non-root user is required (PostgreSQL
-/// refuses root); otherwise only the current user is possible.
+/// Resolves who runs initdb/postgres (`--pg-user`). As root a named non-root user is required
+/// (PostgreSQL refuses root); otherwise only the current user is possible.
 pub fn resolve_pg_user(pg_user: Option<&str>) -> Result<RunAs, AgentError> {
+    resolve_user(
+        "pg_user",
+        "--pg-user",
+        pg_user,
+        "PostgreSQL refuses to run as root",
+    )
+}
+
+/// Resolves who unpacks, configures, makes and installs a source (`--build-user`). As root a
+/// named non-root user is required, and it must not be the servers' user `pg`: a build then
+/// reaches neither the agent's files nor the servers'. Otherwise only the current user is
+/// possible (developer mode: agent, builds and servers share one uid).
+pub fn resolve_build_user(build_user: Option<&str>, pg: &RunAs) -> Result<RunAs, AgentError> {
+    let who = resolve_user(
+        "build_user",
+        "--build-user",
+        build_user,
+        "a build runs a source's own configure and make",
+    )?;
+    if who.switch && (who.uid == pg.uid || who.name == pg.name) {
+        return Err(AgentError::invalid(
+            "build_user",
+            format!(
+                "--build-user {:?} is also the servers' user (--pg-user {:?}); allowed: an OS \
+                 user of its own, neither root nor the --pg-user",
+                who.name, pg.name
+            ),
+        ));
+    }
+    Ok(who)
+}
+
+/// One of the agent's users: as root `name` must be an existing user other than root;
+/// otherwise the current user (and `name`, if given, must be it).
+fn resolve_user(
+    field: &str,
+    flag: &str,
+    name: Option<&str>,
+    why_not_root: &str,
+) -> Result<RunAs, AgentError> {
     let euid = geteuid();
+    let allowed = "allowed: an existing OS user other than root";
     let lookup = |name: &str| {
         User::from_name(name)
-            .map_err(|e| AgentError::invalid("pg_user", format!("looking up {name:?}: {e}")))?
-            .ok_or_else(|| AgentError::invalid("pg_user", format!("no OS user named {name:?}")))
+            .map_err(|e| AgentError::invalid(field, format!("{flag}: looking up {name:?}: {e}")))?
+            .ok_or_else(|| {
+                AgentError::invalid(
+                    field,
+                    format!("{flag}: no OS user named {name:?} ({allowed})"),
+                )
+            })
     };
     if euid.is_root() {
-        let name = pg_user.ok_or_else(|| {
+        let name = name.ok_or_else(|| {
             AgentError::invalid(
-                "pg_user",
-                "the agent runs as root, so a non-root user for PostgreSQL is required",
+                field,
+                format!("the agent runs as root, so {flag} is required ({allowed})"),
             )
         })?;
         let u = lookup(name)?;
         if u.uid.is_root() {
             return Err(AgentError::invalid(
-                "pg_user",
-                format!("{name:?} is root; PostgreSQL refuses to run as root"),
+                field,
+                format!("{flag} {name:?} is root; {why_not_root} ({allowed})"),
             ));
         }
         return Ok(RunAs {
@@ -40,12 +86,15 @@ pub fn resolve_pg_user(pg_user: Option<&str>) -> Result<RunAs, AgentError> {
     }
     let me = User::from_uid(euid).ok().flatten();
     let my_name = me.map(|u| u.name).unwrap_or_else(|| euid.to_string());
-    if let Some(name) = pg_user {
+    if let Some(name) = name {
         let u = lookup(name)?;
         if u.uid != euid {
             return Err(AgentError::invalid(
-                "pg_user",
-                format!("cannot run as {name:?}: the agent is not root (running as {my_name:?})"),
+                field,
+                format!(
+                    "{flag}: cannot run as {name:?}: the agent is not root (running as \
+                     {my_name:?}), so only its own user is possible"
+                ),
             ));
         }
     }
@@ -55,6 +104,42 @@ pub fn resolve_pg_user(pg_user: Option<&str>) -> Result<RunAs, AgentError> {
         gid: getegid().as_raw(),
         switch: false,
     })
+}
+
+/// Refuses a credential file (the agent's `--token-file`) that anyone but the agent could
+/// read: as root it must be owned by root and not readable by group or others (builds and
+/// servers run as other users). An agent that is not root shares its uid with its builds
+/// anyway (developer mode), so it only warns.
+pub fn check_credential_file(flag: &str, path: &Path) -> Result<(), AgentError> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| AgentError::io(format!("{flag}: stat {}", path.display()), e))?;
+    let mode = meta.mode() & 0o7777;
+    let euid = geteuid().as_raw();
+    let problem = if meta.uid() != euid {
+        Some(format!(
+            "is owned by uid {}, not the agent's uid {euid}",
+            meta.uid()
+        ))
+    } else if mode & 0o077 != 0 {
+        Some(format!("has mode {mode:o}, so group or others may read it"))
+    } else {
+        None
+    };
+    let Some(problem) = problem else {
+        return Ok(());
+    };
+    if geteuid().is_root() {
+        return Err(AgentError::invalid(
+            "token_file",
+            format!(
+                "{flag} {} {problem}; allowed: a file owned by the agent's user with mode 600 \
+                 (chown root:root and chmod 600 it)",
+                path.display()
+            ),
+        ));
+    }
+    tracing::warn!(file = %path.display(), problem = %problem, "{flag}: the credential file should be the agent's alone (mode 600)");
+    Ok(())
 }
 
 /// Gives `path` to the PostgreSQL user (only when the agent switches identity).
@@ -78,39 +163,6 @@ pub fn own_dir(dir: &Path, who: &RunAs) -> Result<(), AgentError> {
         }
     }
     Ok(())
-}
-
-/// Gives the build cache to `who` (entries made while builds ran as root, or by an agent
-/// running as root): every entry owned by someone else, not following symlinks. Its top
-/// directory loses group and other write permission. Returns how many entries changed owner.
-pub fn take_build_cache(root: &Path, who: &RunAs) -> Result<u64, AgentError> {
-    let meta = std::fs::metadata(root)
-        .map_err(|e| AgentError::io(format!("stat {}", root.display()), e))?;
-    let mode = meta.mode() & 0o7777;
-    if mode & 0o022 != 0 {
-        crate::fsutil::chmod_nofollow(root, mode & !0o022)
-            .map_err(|e| AgentError::io(format!("chmod {}", root.display()), e))?;
-    }
-    if !who.switch {
-        return Ok(0);
-    }
-    let mut changed = 0;
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(p) = stack.pop() {
-        let m = std::fs::symlink_metadata(&p)
-            .map_err(|e| AgentError::io(format!("stat {}", p.display()), e))?;
-        if m.uid() != who.uid {
-            crate::fsutil::chown_nofollow(&p, who.uid, who.gid)
-                .map_err(|e| AgentError::io(format!("chown {} to {}", p.display(), who.name), e))?;
-            changed += 1;
-        }
-        if m.is_dir() {
-            let rd = std::fs::read_dir(&p)
-                .map_err(|e| AgentError::io(format!("read {}", p.display()), e))?;
-            stack.extend(rd.flatten().map(|e| e.path()));
-        }
-    }
-    Ok(changed)
 }
 
 /// Checks that `who` can traverse every existing directory from `/` down to `dir`;
@@ -175,6 +227,35 @@ mod tests {
         std::fs::set_permissions(dir.path().join("a"), std::fs::Permissions::from_mode(0o711))
             .unwrap();
         check_traversable(&inner.join("runs/x"), &nobody()).unwrap();
+    }
+
+    #[test]
+    fn the_builds_user_is_its_own() {
+        let me = resolve_pg_user(if geteuid().is_root() {
+            Some("nobody")
+        } else {
+            None
+        })
+        .unwrap();
+        if geteuid().is_root() {
+            for (name, says) in [
+                (None, "--build-user is required"),
+                (Some("root"), "is root"),
+                (
+                    Some("nobody"),
+                    "is also the servers' user (--pg-user \"nobody\")",
+                ),
+                (Some("no-such-user-blocklab"), "no OS user named"),
+            ] {
+                let err = resolve_build_user(name, &me).unwrap_err().to_string();
+                assert!(err.starts_with("invalid build_user: "), "{err}");
+                assert!(err.contains(says), "{name:?}: {err}");
+                assert!(err.contains("allowed: "), "{name:?}: {err}");
+            }
+        } else {
+            let b = resolve_build_user(None, &me).unwrap();
+            assert_eq!((b.uid, b.switch), (me.uid, false));
+        }
     }
 
     #[test]

@@ -34,6 +34,9 @@ fn config(work: &tempfile::TempDir, build_cache: PathBuf, first_port: u16) -> Ag
     c.pg_user = std::env::var("BLOCKLAB_PG_USER")
         .ok()
         .or_else(blocklab_agent::default_pg_user);
+    c.build_user = std::env::var("BLOCKLAB_BUILD_USER")
+        .ok()
+        .or_else(blocklab_agent::default_build_user);
     // Each test its own ports: tests run in parallel and check ports after stopping.
     c.port_range = (first_port, first_port + 4);
     c

@@ -20,7 +20,7 @@ printf '%s\n' "$@" > configure.args
 src=$(dirname "$0")
 fail=true
 case " $* " in *" --enable-fail-make "*) fail=false;; esac
-printf 'all:\n\tsleep 1\n\t%s || { echo "error: boom in make" >&2; exit 1; }\n\techo built > built.txt\ninstall:\n\tmkdir -p %s/bin\n\tcp configure.args %s/configure.args\n\tcp %s/pg_config %s/bin/pg_config\n' "$fail" "$prefix" "$prefix" "$src" "$prefix" > Makefile
+printf 'all:\n\tsleep 1\n\t%s || { echo "error: boom in make" >&2; exit 1; }\n\techo built > built.txt\ninstall:\n\tmkdir -p $(DESTDIR)%s/bin\n\tcp configure.args $(DESTDIR)%s/configure.args\n\tcp %s/pg_config $(DESTDIR)%s/bin/pg_config\n' "$fail" "$prefix" "$prefix" "$src" "$prefix" > Makefile
 "#;
 
 /// `postgresql-<version>.tar.gz` holding a fake tree.

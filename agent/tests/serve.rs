@@ -103,6 +103,9 @@ async fn serve_says_hello_heartbeats_and_answers_tasks() {
     config.pg_user = std::env::var("BLOCKLAB_PG_USER")
         .ok()
         .or_else(blocklab_agent::default_pg_user);
+    config.build_user = std::env::var("BLOCKLAB_BUILD_USER")
+        .ok()
+        .or_else(blocklab_agent::default_build_user);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let agent = tokio::spawn(blocklab_agent::serve(config, async {
         let _ = stop_rx.await;

@@ -38,6 +38,11 @@ pub fn pg_user() -> String {
     std::env::var("BLOCKLAB_PG_USER").unwrap_or_else(|_| "blocklab".into())
 }
 
+/// The unprivileged OS user that builds PostgreSQL (not the servers' user).
+pub fn build_user() -> String {
+    std::env::var("BLOCKLAB_BUILD_USER").unwrap_or_else(|_| "blocklab-build".into())
+}
+
 /// A coordinator, one agent and one worker running in this process.
 pub struct Lab {
     pub dir: tempfile::TempDir,
@@ -178,6 +183,7 @@ impl Lab {
             agent.build_cache = cache.clone();
             agent.dumps_dir = opts.dumps_dir.clone();
             agent.pg_user = Some(pg_user());
+            agent.build_user = Some(build_user());
             if i > 0 {
                 // Agents on one address pick their servers' ports from ranges of their own.
                 let base = agent.port_range.0 + 100 * i as u16;

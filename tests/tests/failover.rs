@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use blocklab_proto::v1::control_client::ControlClient;
 use blocklab_proto::v1::{GetLeaderRequest, GetLeaderResponse, ListJobsRequest, SubmitJobRequest};
-use blocklab_tests::{binary, build_cache, pg_tarball, pg_user, submitted_job_id};
+use blocklab_tests::{binary, build_cache, build_user, pg_tarball, pg_user, submitted_job_id};
 use sqlx::{AnyPool, Row};
 
 const LEASE_TTL: Duration = Duration::from_secs(3);
@@ -353,6 +353,8 @@ duration = "5s"
         &cache.display().to_string(),
         "--pg-user",
         &pg_user(),
+        "--build-user",
+        &build_user(),
     ]);
     procs.spawn("agent", &binary("blocklab-agent"), &agent_args);
     let worker_args = strings(&[

@@ -11,7 +11,7 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use blocklab_tests::netns::Topology;
-use blocklab_tests::{binary, build_cache, pg_user, submitted_job_id};
+use blocklab_tests::{binary, build_cache, build_user, pg_user, submitted_job_id};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -115,6 +115,8 @@ impl Lab {
             &build_cache().display().to_string(),
             "--pg-user",
             &pg_user(),
+            "--build-user",
+            &build_user(),
         ]
         .iter()
         .map(|s| s.to_string())

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use blocklab_tests::netns::Topology;
-use blocklab_tests::{binary, build_cache, pg_tarball, pg_user};
+use blocklab_tests::{binary, build_cache, build_user, pg_tarball, pg_user};
 use sqlx::SqlitePool;
 
 fn args(list: &[&str]) -> Vec<String> {
@@ -56,6 +56,8 @@ async fn a_refused_worker_fails_the_run_at_once() {
             build_cache().to_str().expect("path"),
             "--pg-user",
             &pg_user(),
+            "--build-user",
+            &build_user(),
         ]),
     );
     // "a-good" loads the data (workers are taken in host id order) and connects its client;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use blocklab_tests::netns::Topology;
-use blocklab_tests::{binary, build_cache, pg_tarball, pg_user, postmaster_pids};
+use blocklab_tests::{binary, build_cache, build_user, pg_tarball, pg_user, postmaster_pids};
 use sqlx::{Row, SqlitePool};
 
 struct Lab {
@@ -62,6 +62,8 @@ impl Lab {
             &cache,
             "--pg-user",
             &pg_user(),
+            "--build-user",
+            &build_user(),
         ]
         .iter()
         .map(|s| s.to_string())

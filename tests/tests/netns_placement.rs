@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use blocklab_tests::netns::Topology;
-use blocklab_tests::{binary, build_cache, pg_tarball, pg_user};
+use blocklab_tests::{binary, build_cache, build_user, pg_tarball, pg_user};
 use sqlx::SqlitePool;
 
 const AGENTS: [(&str, &str); 3] = [("d", "db-1"), ("e", "db-2"), ("f", "db-3")];
@@ -69,6 +69,8 @@ impl Lab {
                 &cache,
                 "--pg-user",
                 &pg_user(),
+                "--build-user",
+                &build_user(),
             ]);
             lab.topo.spawn(id, role, &binary("blocklab-agent"), &args);
         }

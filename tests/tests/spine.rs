@@ -74,6 +74,28 @@ async fn run_job(
     submitted.job_id
 }
 
+/// `path` (and with `walk` everything under it) belongs to `uid`, and neither group nor others
+/// may write it.
+fn assert_agents(path: &std::path::Path, uid: u32, walk: bool) {
+    use std::os::unix::fs::MetadataExt;
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let m = std::fs::symlink_metadata(&p).expect("stat");
+        assert_eq!(m.uid(), uid, "{} belongs to the agent", p.display());
+        if !m.file_type().is_symlink() {
+            assert_eq!(m.mode() & 0o7022, 0, "{} mode {:o}", p.display(), m.mode());
+        }
+        if walk && m.is_dir() {
+            stack.extend(
+                std::fs::read_dir(&p)
+                    .expect("read")
+                    .flatten()
+                    .map(|e| e.path()),
+            );
+        }
+    }
+}
+
 fn marker_mtimes() -> Vec<(String, SystemTime)> {
     let mut v: Vec<_> = std::fs::read_dir(build_cache())
         .expect("build cache exists")
@@ -196,6 +218,21 @@ async fn spine(opts: LabOptions) {
     .expect("samples");
     assert!(samples >= 4, "per-second samples stored: {samples}");
 
+    // The builds entered the cache as the agent's files: owned by the agent's uid, writable by
+    // nobody else, no set-id bits; the servers above ran from them.
+    let keys: Vec<String> =
+        sqlx::query_scalar("SELECT build_key FROM builds WHERE job_id = $1 ORDER BY block_size_kb")
+            .bind(&first)
+            .fetch_all(&db)
+            .await
+            .expect("build keys");
+    assert_eq!(keys.len(), 2);
+    let me = nix::unistd::geteuid().as_raw();
+    assert_agents(&build_cache(), me, false);
+    for key in &keys {
+        assert_agents(&build_cache().join(key), me, true);
+    }
+
     // Clusters were stopped and removed after each run.
     let runs_dir = lab.dir.path().join("agent").join("runs");
     let left: Vec<_> = std::fs::read_dir(&runs_dir)
@@ -223,14 +260,8 @@ async fn spine(opts: LabOptions) {
         builds.iter().all(|b| b.get::<i64, _>("reused") == 1),
         "second job reused both builds"
     );
-    let first_keys: Vec<String> =
-        sqlx::query_scalar("SELECT build_key FROM builds WHERE job_id = $1 ORDER BY block_size_kb")
-            .bind(&first)
-            .fetch_all(&db)
-            .await
-            .expect("keys");
     let second_keys: Vec<String> = builds.iter().map(|b| b.get("build_key")).collect();
-    assert_eq!(first_keys, second_keys, "same cache keys");
+    assert_eq!(keys, second_keys, "same cache keys");
     assert_eq!(marker_mtimes(), markers, "no build was redone");
     let reused_runs: i64 =
         sqlx::query_scalar("SELECT count(*) FROM runs WHERE job_id = $1 AND build_reused = 1")

@@ -1,6 +1,9 @@
 //! The build cache: `build_cache/<key>/` is a PostgreSQL install prefix, trusted only when
-//! `build_cache/<key>/.blocklab-complete` exists (written after `make install` succeeded).
-//! `build_cache/<key>.lock` serialises check-or-build across tasks and processes;
+//! it and `build_cache/<key>/.blocklab-complete` (written after the install was taken in)
+//! belong to the agent. A build runs as the builds user in a directory of its own (see
+//! `staging`); the agent copies its install into `build_cache/<key>/` (see `install`), so the
+//! cache holds only the agent's files, readable by the servers' user and writable by nobody
+//! else. `build_cache/<key>.lock` serialises check-or-build across tasks and processes;
 //! `build_cache/<key>.inuse` is held shared by every user of the install (a running
 //! cluster), so the LRU clean-up (the `cache` module) never removes a build in use;
 //! `build_cache/<key>.last-used` records the last use.
@@ -16,15 +19,17 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
 use crate::error::AgentError;
-use crate::fsutil::{create_dir_0755, lock_file, lock_file_shared, make_world_readable, unix_now};
+use crate::fsutil::{create_dir_0755, lock_file, lock_file_shared, unix_now};
 use crate::options::{BuildSpec, cache_key, major_version};
 use crate::process::{Cmd, RunAs};
-use crate::users::own_dir;
-use source::{SourceTree, prepare};
+use source::{Fetched, SourceInfo};
+use staging::BuildDir;
 
 mod allow;
+pub mod install;
 pub mod progress;
 pub mod source;
+pub mod staging;
 
 pub use allow::AllowedSources;
 
@@ -95,23 +100,27 @@ impl Build {
 pub struct BuildCache {
     root: PathBuf,
     make_jobs: usize,
-    /// Who unpacks, configures, makes and installs (the PostgreSQL user).
-    run_as: RunAs,
+    /// Who unpacks, configures, makes and installs (the builds user).
+    builder: RunAs,
+    /// Who runs what a build installed (the servers' user).
+    server: RunAs,
     compiler: OnceCell<String>,
     /// The sources this agent builds (`--allow-source`; empty: any).
     allowed: AllowedSources,
 }
 
 impl BuildCache {
-    /// `make_jobs` is bounded by the number of cores; every build step runs as `run_as`.
-    pub fn new(root: PathBuf, make_jobs: usize, run_as: RunAs) -> Self {
+    /// `make_jobs` is bounded by the number of cores; every build step runs as `builder`,
+    /// the installed `pg_config` as `server`.
+    pub fn new(root: PathBuf, make_jobs: usize, builder: RunAs, server: RunAs) -> Self {
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1);
         Self {
             root,
             make_jobs: make_jobs.clamp(1, cores),
-            run_as,
+            builder,
+            server,
             compiler: OnceCell::new(),
             allowed: AllowedSources::default(),
         }
@@ -125,6 +134,11 @@ impl BuildCache {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Who builds run as.
+    pub fn builder(&self) -> &RunAs {
+        &self.builder
     }
 
     /// The compiler identity that goes into every key (`gcc --version`, else `cc`).
@@ -142,12 +156,22 @@ impl BuildCache {
         progress: Option<&ProgressSink>,
     ) -> Result<Build, AgentError> {
         self.allowed.check(&spec.source)?;
-        own_dir(&self.root, &self.run_as)?;
+        create_dir_0755(&self.root)?;
         report(progress, spec, BuildStep::Fetch).await;
-        let tree = prepare(&self.root, &spec.source, &self.run_as, progress).await?;
+        let fetched = source::fetch(&self.root, &spec.source, &self.builder, progress).await?;
+        let name = fetched.digest.get(..16).unwrap_or(&fetched.digest);
+        let dir = BuildDir::create(&self.root, name, &self.builder)?;
+        let (mut unpacked, info) = match source::known(&self.root, &fetched.digest) {
+            Some(info) => (None, info),
+            None => {
+                let (top, info) =
+                    source::unpack(&self.root, &fetched, &dir.path, &self.builder).await?;
+                (Some(top), info)
+            }
+        };
         let compiler = self.compiler().await;
-        let old = major_version(&tree.version) < 11;
-        let key = cache_key(spec, &tree.digest, &compiler, &tree.version_hint, old);
+        let old = major_version(&info.version) < 11;
+        let key = cache_key(spec, &fetched.digest, &compiler, &info.version, old);
         let initdb_wal_segsize_mb =
             (!old && spec.wal_segsize_mb != 0).then_some(spec.wal_segsize_mb);
         let prefix = self.root.join(&key);
@@ -155,8 +179,8 @@ impl BuildCache {
         let in_use = |m: &Marker, reused: bool| {
             let prefix = prefix.clone();
             let mut result = result_from(m, &prefix, reused);
-            if let Some(c) = &tree.git_commit {
-                result.git_commit = c.clone();
+            if let Some(c) = fetched.git_commit() {
+                result.git_commit = c;
             }
             let inuse = self.root.join(format!("{key}.inuse"));
             async move {
@@ -171,9 +195,11 @@ impl BuildCache {
             }
         };
 
+        set_aside_untrusted(&self.root, &key)?;
         if let Some(m) = read_marker(&prefix) {
             tracing::info!(key = %key, "reusing cached build");
             crate::metrics::BUILDS_REUSED.inc();
+            drop(dir);
             let b = in_use(&m, true).await;
             drop(lock);
             return b;
@@ -183,29 +209,45 @@ impl BuildCache {
             p.stage(blocklab_spec::Stage::Building, &format!("building {key}"))
                 .await;
         }
-        tracing::info!(key = %key, jobs = self.make_jobs, source = %spec.source.describe(), "building postgresql");
+        tracing::info!(key = %key, jobs = self.make_jobs, source = %spec.source.describe(), builder = %self.builder.name, "building postgresql");
         let started = Instant::now();
-        let outcome = self.build(spec, &tree, &key, &prefix, old, progress).await;
+        let top = match unpacked.take() {
+            Some(top) => top,
+            None => {
+                source::unpack(&self.root, &fetched, &dir.path, &self.builder)
+                    .await?
+                    .0
+            }
+        };
+        let outcome = self
+            .build(
+                spec, &fetched, &info, &top, &key, &prefix, &dir, old, progress,
+            )
+            .await;
+        // Removing the build's tree (its objects) takes a while: off the async threads.
+        let _ = tokio::task::spawn_blocking(move || drop(dir)).await;
         if let Err(e) = outcome {
             let _ = std::fs::remove_dir_all(&prefix);
             return Err(e);
         }
-        let pg_version = pg_version(&prefix, &self.run_as).await?;
+        let pg_version = pg_version(&prefix, &self.server).await?;
         let marker = Marker {
             key: key.clone(),
-            source_sha256: tree.digest.clone(),
+            source_sha256: fetched.digest.clone(),
             pg_version,
             block_size_kb: spec.block_size_kb,
             wal_block_size_kb: spec.wal_block_size_kb,
             configure_flags: spec.configure_flags.clone(),
             compiler,
-            build_seconds: started.elapsed().as_secs_f64(),
+            // In milliseconds: a short decimal reads back from the marker's JSON exactly, so a
+            // reuse reports the same duration as the build.
+            build_seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
             completed_at_unix: unix_now(),
             segsize_gb: spec.segsize_gb,
             wal_segsize_mb: if old { spec.wal_segsize_mb } else { 0 },
             cflags: spec.cflags.clone(),
             source: spec.source.describe(),
-            git_commit: tree.git_commit.clone().unwrap_or_default(),
+            git_commit: fetched.git_commit().unwrap_or_default(),
         };
         write_marker(&prefix, &marker)?;
         tracing::info!(key = %key, seconds = marker.build_seconds, "build complete");
@@ -215,41 +257,63 @@ impl BuildCache {
         b
     }
 
+    /// configure, make and `make install DESTDIR=` as the builds user in its own directory,
+    /// then the install copied into `prefix` as the agent's.
+    #[allow(clippy::too_many_arguments)]
     async fn build(
         &self,
         spec: &BuildSpec,
-        tree: &SourceTree,
+        fetched: &Fetched,
+        info: &SourceInfo,
+        top: &Path,
         key: &str,
         prefix: &Path,
+        dir: &BuildDir,
         old: bool,
         progress: Option<&ProgressSink>,
     ) -> Result<(), AgentError> {
         let logs = self.root.join(format!("{key}.logs"));
         let _ = std::fs::remove_dir_all(&logs);
         create_dir_0755(&logs)?;
-        let work = self.root.join(".work");
-        own_dir(&work, &self.run_as)?;
-        remove_stale_scratch(&work, key);
-        let scratch = work.join(format!("{key}-{}", uuid::Uuid::new_v4()));
-        own_dir(&scratch, &self.run_as)?;
-        let res = self
-            .steps(spec, tree, prefix, &scratch, &logs, old, progress)
-            .await;
-        if let Err(e) = std::fs::remove_dir_all(&scratch) {
-            tracing::warn!(dir = %scratch.display(), error = %e, "could not remove scratch dir");
-        }
-        res
+        let scratch = dir.path.join("build");
+        crate::users::own_dir(&scratch, &self.builder)?;
+        let dest = dir.path.join("dest");
+        self.steps(
+            spec, fetched, top, prefix, &scratch, &dest, &logs, old, progress,
+        )
+        .await?;
+        tracing::debug!(key = %key, version = %info.version, "taking the install into the cache");
+        let staged_rel = dest.join(prefix.strip_prefix("/").unwrap_or(prefix));
+        let (dir_path, rel, to, owner) = (
+            dir.path.clone(),
+            staged_rel
+                .strip_prefix(&dir.path)
+                .unwrap_or(&staged_rel)
+                .to_path_buf(),
+            prefix.to_path_buf(),
+            self.builder.uid,
+        );
+        let entries = tokio::task::spawn_blocking(move || {
+            let src = install::open_dir_beneath(&dir_path, &rel)?;
+            install::copy_install(src, &to, owner)
+        })
+        .await
+        .map_err(|e| AgentError::Other(format!("install copy panicked: {e}")))??;
+        tracing::info!(key = %key, entries, "install taken into the cache");
+        Ok(())
     }
 
-    /// configure (out of tree, in `scratch`), make, make install, as the PostgreSQL user;
-    /// each stage logged.
+    /// configure (out of tree, in `scratch`), make, `make install` into `dest` (`DESTDIR`),
+    /// as the builds user; each stage logged.
     #[allow(clippy::too_many_arguments)]
     async fn steps(
         &self,
         spec: &BuildSpec,
-        tree: &SourceTree,
+        fetched: &Fetched,
+        top: &Path,
         prefix: &Path,
         scratch: &Path,
+        dest: &Path,
         logs: &Path,
         old: bool,
         progress: Option<&ProgressSink>,
@@ -257,7 +321,7 @@ impl BuildCache {
         report(progress, spec, BuildStep::Configure).await;
         let mut prefix_arg = std::ffi::OsString::from("--prefix=");
         prefix_arg.push(prefix);
-        let mut configure = Cmd::new("configure", tree.dir.join("configure"), CONFIGURE_TIMEOUT)
+        let mut configure = Cmd::new("configure", top.join("configure"), CONFIGURE_TIMEOUT)
             .arg(prefix_arg)
             .arg(format!("--with-blocksize={}", spec.block_size_kb))
             .arg(format!("--with-wal-blocksize={}", spec.wal_block_size_kb));
@@ -274,41 +338,53 @@ impl BuildCache {
         let as_builder = |c: Cmd| {
             c.cwd(scratch)
                 .env("HOME", &scratch.to_string_lossy())
-                .run_as(Some(&self.run_as))
+                .run_as(Some(&self.builder))
         };
         as_builder(configure)
             .run_logged(&logs.join("configure.log"))
             .await?;
         let make =
             as_builder(Cmd::new("make", "make", MAKE_TIMEOUT).arg(format!("-j{}", self.make_jobs)));
-        self.make_with_progress(make, spec, tree, scratch, &logs.join("build.log"), progress)
-            .await?;
+        self.make_with_progress(
+            make,
+            spec,
+            fetched,
+            top,
+            scratch,
+            &logs.join("build.log"),
+            progress,
+        )
+        .await?;
         report(progress, spec, BuildStep::Install).await;
-        as_builder(Cmd::new("make install", "make", INSTALL_TIMEOUT).arg("install"))
-            .run_logged(&logs.join("install.log"))
-            .await?;
-        let p = prefix.to_path_buf();
-        tokio::task::spawn_blocking(move || make_world_readable(&p))
-            .await
-            .map_err(|e| AgentError::Other(format!("permission walk panicked: {e}")))?
+        let mut destdir = std::ffi::OsString::from("DESTDIR=");
+        destdir.push(dest);
+        as_builder(
+            Cmd::new("make install", "make", INSTALL_TIMEOUT)
+                .arg("install")
+                .arg(destdir),
+        )
+        .run_logged(&logs.join("install.log"))
+        .await
     }
 }
 
 impl BuildCache {
     /// Runs `make`, reporting the share of objects compiled (see [`progress`]) each time its
     /// whole percent changes; records the object count and duration for the next build.
+    #[allow(clippy::too_many_arguments)]
     async fn make_with_progress(
         &self,
         make: Cmd,
         spec: &BuildSpec,
-        tree: &SourceTree,
+        fetched: &Fetched,
+        top: &Path,
         scratch: &Path,
         log: &Path,
         sink: Option<&ProgressSink>,
     ) -> Result<(), AgentError> {
-        let history = progress::read_history(&self.root, &tree.digest);
+        let history = progress::read_history(&self.root, &fetched.digest);
         let meter = {
-            let dir = tree.dir.clone();
+            let dir = top.to_path_buf();
             let h = history.clone();
             tokio::task::spawn_blocking(move || progress::MakeMeter::new(h.as_ref(), &dir))
                 .await
@@ -349,7 +425,7 @@ impl BuildCache {
         let objects = count_objects_of(scratch).await;
         let seconds = started.elapsed().as_secs_f64();
         tracing::info!(objects, seconds, "make finished");
-        progress::record_make(&self.root, &tree.digest, objects, seconds);
+        progress::record_make(&self.root, &fetched.digest, objects, seconds);
         Ok(())
     }
 }
@@ -390,18 +466,30 @@ pub fn last_used_path(prefix: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Removes scratch dirs of this key left by a build that died (we hold the key's lock).
-fn remove_stale_scratch(work: &Path, key: &str) {
-    let Ok(entries) = std::fs::read_dir(work) else {
-        return;
+/// A cache entry the agent did not make (an older layout's, or anyone's but the agent's uid)
+/// is not trusted: set aside (see `staging::set_aside`) and built anew. We hold the key's lock.
+fn set_aside_untrusted(root: &Path, key: &str) -> Result<(), AgentError> {
+    use std::os::unix::fs::MetadataExt;
+    let prefix = root.join(key);
+    let Ok(meta) = std::fs::symlink_metadata(&prefix) else {
+        return Ok(());
     };
-    let prefix = format!("{key}-");
-    for e in entries.flatten() {
-        if e.file_name().to_string_lossy().starts_with(&prefix) {
-            tracing::warn!(dir = %e.path().display(), "removing stale build scratch dir");
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
+    let me = nix::unistd::geteuid().as_raw();
+    let marker = std::fs::symlink_metadata(prefix.join(MARKER)).map(|m| m.uid());
+    let why = if !meta.is_dir() {
+        "is not a directory".to_string()
+    } else if meta.uid() != me {
+        format!("belongs to uid {}, not the agent (uid {me})", meta.uid())
+    } else if let Ok(uid) = marker.as_ref()
+        && *uid != me
+    {
+        format!("has a completion marker of uid {uid}, not the agent's (uid {me})")
+    } else {
+        return Ok(());
+    };
+    staging::set_aside(root, key, &why)?;
+    let _ = std::fs::remove_dir_all(root.join(format!("{key}.logs")));
+    Ok(())
 }
 
 /// Removes a prefix that has no completion marker (a build that died half-way).

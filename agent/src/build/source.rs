@@ -1,8 +1,10 @@
 //! PostgreSQL sources: a local tarball, a downloaded tarball (cached under
-//! `build_cache/downloads/<sha256>/`), or a git ref (mirror under `build_cache/git/<hash of
-//! url>`, exported with `git archive`). Every source is unpacked once into
-//! `build_cache/sources/<digest>/`, trusted only with its `.blocklab-source.json` marker, and
-//! builds run out of tree (VPATH) from there.
+//! `build_cache/downloads/<sha256>/`, fetched by the agent and checked against its digest), or
+//! a git ref (a mirror under `build_cache/git/<hash of url>/`, the builds user's, exported with
+//! `git archive` into the build's own directory). A source is unpacked by the builds user into
+//! the directory of the build that needs it, never into a tree another build could change;
+//! the agent records what it found there (top directory, version) in
+//! `build_cache/sources/<digest>.json`, so a cached build is found without unpacking again.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -12,9 +14,10 @@ use blocklab_daemon::fleet::ProgressSink;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::install::open_dir_beneath;
 use crate::error::AgentError;
 use crate::fsutil::{create_dir_0755, lock_file, sha256_file};
-use crate::options::{Source, check_tarball, version_hint};
+use crate::options::{Source, check_tarball};
 use crate::process::{Cmd, RunAs};
 use crate::users::own_dir;
 
@@ -22,41 +25,45 @@ const UNPACK_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 const GIT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const MAX_DOWNLOAD_BYTES: u64 = 4 << 30;
-const SOURCE_MARKER: &str = ".blocklab-source.json";
+/// `configure` is read up to this many bytes for its version.
+const MAX_CONFIGURE_BYTES: u64 = 16 << 20;
 
-/// An unpacked, checked source tree.
+/// A fetched source, not yet unpacked.
 #[derive(Clone, Debug)]
-pub struct SourceTree {
-    /// The directory holding `configure`.
-    pub dir: PathBuf,
+pub struct Fetched {
     /// sha256 of the tarball; for git, sha256 of `git-tree:<tree id>`.
     pub digest: String,
-    /// `PACKAGE_VERSION` from `configure`, e.g. `15.18`.
+    /// How errors name it.
+    pub what: String,
+    /// The tarball (`None` for git: exported into the build's directory when needed).
+    archive: Option<PathBuf>,
+    /// The mirror and commit of a git source.
+    git: Option<(PathBuf, String)>,
+}
+
+impl Fetched {
+    pub fn git_commit(&self) -> Option<String> {
+        self.git.as_ref().map(|(_, c)| c.clone())
+    }
+}
+
+/// What the agent found in a source when it was first unpacked.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SourceInfo {
+    /// The directory holding `configure`, relative to where it was unpacked.
+    pub top: String,
+    /// `PACKAGE_VERSION` from `configure`, e.g. `15.18`; also the readable part of the key.
     pub version: String,
-    /// What goes into the readable part of the build key.
-    pub version_hint: String,
-    pub git_commit: Option<String>,
 }
 
-#[derive(Serialize, Deserialize)]
-struct SourceMarker {
-    top: String,
-    version: String,
-}
-
-/// Fetches and unpacks `source` (or reuses what is cached under `cache`); git and tar run
-/// as `who`.
-pub async fn prepare(
+/// Fetches `source` (a tarball is only hashed; a URL is downloaded once; a git ref is fetched
+/// into its mirror as `builder`).
+pub async fn fetch(
     cache: &Path,
     source: &Source,
-    who: &RunAs,
+    builder: &RunAs,
     progress: Option<&ProgressSink>,
-) -> Result<SourceTree, AgentError> {
-    let say = |m: String| async move {
-        if let Some(p) = progress {
-            p.stage(blocklab_spec::Stage::Building, &m).await;
-        }
-    };
+) -> Result<Fetched, AgentError> {
     match source {
         Source::Tarball { path, sha256 } => {
             check_tarball(path)?;
@@ -70,70 +77,113 @@ pub async fn prepare(
                     actual: digest,
                 });
             }
-            let name = path.file_name().unwrap_or_default().to_string_lossy();
-            let hint = version_hint(&name);
-            let tree =
-                unpack_cached(cache, &digest, &source.describe(), path, None, hint, who).await?;
-            Ok(named_by_version(tree))
+            Ok(Fetched {
+                digest,
+                what: source.describe(),
+                archive: Some(path.clone()),
+                git: None,
+            })
         }
         Source::Url { url, sha256 } => {
             let file = download_cached(cache, url, sha256, progress).await?;
-            let name = url.split(['?', '#']).next().unwrap_or(url);
-            let hint = version_hint(name);
-            let tree = unpack_cached(cache, sha256, url, &file, None, hint, who).await?;
-            Ok(named_by_version(tree))
+            Ok(Fetched {
+                digest: sha256.clone(),
+                what: url.clone(),
+                archive: Some(file),
+                git: None,
+            })
         }
         Source::Git { url, git_ref } => {
-            say(format!("fetching {url} {git_ref}")).await;
-            let mirror = git_mirror_dir(cache, url);
-            own_dir(&cache.join("git"), who)?;
-            write_git_config(&cache.join("git"))?;
-            let _lock = lock_file(mirror.with_extension("lock")).await?;
-            let (commit, tree) = git_resolve(&mirror, url, git_ref, who).await?;
-            let digest = hex::encode(Sha256::digest(format!("git-tree:{tree}")));
-            let what = format!("{url} at {git_ref} ({commit})");
-            let exported = mirror.with_extension(format!("{commit}.tar"));
-            let res = async {
-                if !cache
-                    .join("sources")
-                    .join(&digest)
-                    .join(SOURCE_MARKER)
-                    .exists()
-                {
-                    git(&mirror, "git archive", who)
-                        .args(["archive", "--format=tar", "--prefix=postgresql/", "-o"])
-                        .arg(&exported)
-                        .arg(&commit)
-                        .run_logged(&mirror.with_extension("log"))
-                        .await?;
-                }
-                unpack_cached(
-                    cache,
-                    &digest,
-                    &what,
-                    &exported,
-                    Some(commit.clone()),
-                    String::new(),
-                    who,
+            if let Some(p) = progress {
+                p.stage(
+                    blocklab_spec::Stage::Building,
+                    &format!("fetching {url} {git_ref}"),
                 )
-                .await
+                .await;
             }
-            .await;
-            let _ = std::fs::remove_file(&exported);
-            let mut tree = res?;
-            tree.version_hint = tree.version.clone();
-            Ok(tree)
+            let git_dir = cache.join("git");
+            create_dir_0755(&git_dir)?;
+            write_git_config(&git_dir)?;
+            let mirror = git_mirror_dir(cache, url);
+            let _lock = lock_file(mirror.with_extension("lock")).await?;
+            let (commit, tree) = git_resolve(&mirror, url, git_ref, builder).await?;
+            Ok(Fetched {
+                digest: hex::encode(Sha256::digest(format!("git-tree:{tree}"))),
+                what: format!("{url} at {git_ref} ({commit})"),
+                archive: None,
+                git: Some((mirror, commit)),
+            })
         }
     }
 }
 
-/// Names the build key by the version the tree declares, not by the file it came in, so one
-/// source under two file names shares its builds.
-fn named_by_version(mut tree: SourceTree) -> SourceTree {
-    if !tree.version.is_empty() {
-        tree.version_hint = tree.version.clone();
+/// What the agent recorded of this source when it was last unpacked (`None`: never, or the
+/// record does not parse).
+pub fn known(cache: &Path, digest: &str) -> Option<SourceInfo> {
+    let text = std::fs::read_to_string(info_path(cache, digest)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+fn info_path(cache: &Path, digest: &str) -> PathBuf {
+    cache.join("sources").join(format!("{digest}.json"))
+}
+
+/// Unpacks the source as `builder` into `<build_dir>/src` (a git source is exported into
+/// `build_dir` first), checks it is a PostgreSQL tree and records what it found. Returns the
+/// directory holding `configure` and the record.
+pub async fn unpack(
+    cache: &Path,
+    fetched: &Fetched,
+    build_dir: &Path,
+    builder: &RunAs,
+) -> Result<(PathBuf, SourceInfo), AgentError> {
+    let sources = cache.join("sources");
+    create_dir_0755(&sources)?;
+    let log = sources.join(format!("{}.unpack.log", fetched.digest));
+    let _ = std::fs::remove_file(&log);
+    let archive = match (&fetched.archive, &fetched.git) {
+        (Some(a), _) => a.clone(),
+        (None, Some((mirror, commit))) => {
+            let exported = build_dir.join("source.tar");
+            git(mirror, "git archive", builder)
+                .args(["archive", "--format=tar", "--prefix=postgresql/", "-o"])
+                .arg(&exported)
+                .arg(commit)
+                .run_logged(&mirror.with_extension("log"))
+                .await?;
+            exported
+        }
+        (None, None) => return Err(AgentError::Other("a source with nothing to unpack".into())),
+    };
+    let dir = build_dir.join("src");
+    own_dir(&dir, builder)?;
+    Cmd::new("unpack", "tar", UNPACK_TIMEOUT)
+        .args([
+            "--no-same-owner",
+            "--no-same-permissions",
+            "--force-local",
+            "-xf",
+        ])
+        .arg(&archive)
+        .arg("-C")
+        .arg(&dir)
+        .cwd(&dir)
+        .env("HOME", &build_dir.to_string_lossy())
+        .run_as(Some(builder))
+        .run_logged(&log)
+        .await?;
+    if fetched.git.is_some() {
+        let _ = std::fs::remove_file(&archive);
     }
-    tree
+    let info = check_tree(&dir, &fetched.what)?;
+    let json = serde_json::to_string(&info)
+        .map_err(|e| AgentError::Other(format!("encode source record: {e}")))?;
+    let path = info_path(cache, &fetched.digest);
+    let tmp = path.with_extension(format!("{}.tmp", uuid::Uuid::new_v4()));
+    std::fs::write(&tmp, json)
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| AgentError::io("write source record", e))?;
+    Ok((dir.join(&info.top), info))
 }
 
 /// Where the mirror of a git URL lives.
@@ -180,7 +230,9 @@ async fn git_resolve(
     let log = mirror.with_extension("log");
     let _ = std::fs::remove_file(&log);
     if !mirror.join("HEAD").exists() {
+        // The git directory is the agent's; the mirror in it the builds user's.
         let _ = std::fs::remove_dir_all(mirror);
+        own_dir(mirror, who)?;
         Cmd::new("git init", "git", GIT_TIMEOUT)
             .args(["init", "--bare", "--quiet"])
             .arg(mirror)
@@ -334,67 +386,9 @@ fn fetch_to(url: &str, dest: &Path) -> Result<String, AgentError> {
     Ok(hex::encode(h.finalize()))
 }
 
-/// Unpacks `archive` into `sources/<digest>/` unless a checked tree is already there.
-async fn unpack_cached(
-    cache: &Path,
-    digest: &str,
-    what: &str,
-    archive: &Path,
-    git_commit: Option<String>,
-    hint: String,
-    who: &RunAs,
-) -> Result<SourceTree, AgentError> {
-    let sources = cache.join("sources");
-    own_dir(&sources, who)?;
-    let dir = sources.join(digest);
-    let _lock = lock_file(sources.join(format!("{digest}.lock"))).await?;
-    let marker_path = dir.join(SOURCE_MARKER);
-    let marker: Option<SourceMarker> = std::fs::read_to_string(&marker_path)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok());
-    let marker = match marker {
-        Some(m) => m,
-        None => {
-            let _ = std::fs::remove_dir_all(&dir);
-            own_dir(&dir, who)?;
-            let log = sources.join(format!("{digest}.unpack.log"));
-            let _ = std::fs::remove_file(&log);
-            let res = Cmd::new("unpack", "tar", UNPACK_TIMEOUT)
-                .args(["--no-same-owner", "--force-local", "-xf"])
-                .arg(archive)
-                .arg("-C")
-                .arg(&dir)
-                .cwd(&dir)
-                .run_as(Some(who))
-                .run_logged(&log)
-                .await
-                .and_then(|()| check_tree(&dir, what));
-            let m = match res {
-                Ok(m) => m,
-                Err(e) => {
-                    let _ = std::fs::remove_dir_all(&dir);
-                    return Err(e);
-                }
-            };
-            let json = serde_json::to_string(&m)
-                .map_err(|e| AgentError::Other(format!("encode source marker: {e}")))?;
-            std::fs::write(&marker_path, json)
-                .map_err(|e| AgentError::io("write source marker", e))?;
-            m
-        }
-    };
-    Ok(SourceTree {
-        dir: dir.join(&marker.top),
-        digest: digest.to_string(),
-        version: marker.version,
-        version_hint: hint,
-        git_commit,
-    })
-}
-
 /// Finds the top directory with `configure` and `src/include/pg_config.h.in` and reads the
 /// version from `configure`.
-fn check_tree(dir: &Path, what: &str) -> Result<SourceMarker, AgentError> {
+fn check_tree(dir: &Path, what: &str) -> Result<SourceInfo, AgentError> {
     let not_pg = |reason: String| AgentError::NotPostgres {
         what: what.to_string(),
         reason,
@@ -415,7 +409,23 @@ fn check_tree(dir: &Path, what: &str) -> Result<SourceMarker, AgentError> {
     if !root.join("src/include/pg_config.h.in").is_file() {
         return Err(not_pg("no src/include/pg_config.h.in".into()));
     }
-    let configure = std::fs::read_to_string(root.join("configure"))
+    // The tree is the builds user's: `configure` is read without following a link, through
+    // the directory the check found (never a link swapped in on the way).
+    let top_fd = open_dir_beneath(dir, &top)?;
+    let fd = nix::fcntl::openat(
+        &top_fd,
+        "configure",
+        nix::fcntl::OFlag::O_RDONLY
+            | nix::fcntl::OFlag::O_NOFOLLOW
+            | nix::fcntl::OFlag::O_NONBLOCK
+            | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|e| AgentError::io("open configure", e.into()))?;
+    let mut configure = String::new();
+    std::fs::File::from(fd)
+        .take(MAX_CONFIGURE_BYTES)
+        .read_to_string(&mut configure)
         .map_err(|e| AgentError::io("read configure", e))?;
     let version = configure
         .lines()
@@ -423,7 +433,7 @@ fn check_tree(dir: &Path, what: &str) -> Result<SourceMarker, AgentError> {
         .and_then(|v| v.strip_suffix('\''))
         .filter(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '.'))
         .ok_or_else(|| not_pg("configure has no PACKAGE_VERSION".into()))?;
-    Ok(SourceMarker {
+    Ok(SourceInfo {
         top: top.to_string_lossy().into_owned(),
         version: version.to_string(),
     })

@@ -17,7 +17,7 @@ use crate::cluster::{self, Cluster};
 use crate::error::AgentError;
 use crate::fsutil::{create_dir_0755, open_own_dir_for_others, open_own_temp_ancestors};
 use crate::process::RunAs;
-use crate::users::{check_traversable, resolve_pg_user, take_build_cache};
+use crate::users::{check_traversable, resolve_build_user, resolve_pg_user};
 
 /// An error together with the run stage it happened in.
 #[derive(Debug, thiserror::Error)]
@@ -57,10 +57,11 @@ pub struct AgentHandler {
 }
 
 impl AgentHandler {
-    /// Checks the configuration (PostgreSQL user, address, ports) and creates the
+    /// Checks the configuration (servers' and builds users, address, ports) and creates the
     /// directories the agent owns.
     pub fn new(config: AgentConfig) -> Result<Self, AgentError> {
         let run_as = resolve_pg_user(config.pg_user.as_deref())?;
+        let builder = resolve_build_user(config.build_user.as_deref(), &run_as)?;
         let listen: IpAddr = config.advertise_addr.trim().parse().map_err(|_| {
             AgentError::invalid(
                 "advertise_addr",
@@ -83,15 +84,21 @@ impl AgentHandler {
             open_own_dir_for_others(dir)?;
             open_own_temp_ancestors(dir)?;
             check_traversable(dir, &run_as)?;
+            check_traversable(dir, &builder)?;
         }
-        // Builds run as the PostgreSQL user: the cache is its own.
-        let moved = take_build_cache(&config.build_cache, &run_as)?;
-        if moved > 0 {
-            tracing::info!(dir = %config.build_cache.display(), entries = moved, user = %run_as.name, "build cache given to the postgresql user");
+        // The cache is the agent's; builds run in directories of their own inside it.
+        let changed = crate::build::staging::claim_cache(&config.build_cache, &builder)?;
+        if changed > 0 {
+            tracing::info!(dir = %config.build_cache.display(), entries = changed, "build cache made the agent's");
         }
         Ok(Self {
-            cache: BuildCache::new(config.build_cache.clone(), config.make_jobs, run_as.clone())
-                .with_allowed_sources(AllowedSources::parse(&config.allowed_sources)?),
+            cache: BuildCache::new(
+                config.build_cache.clone(),
+                config.make_jobs,
+                builder,
+                run_as.clone(),
+            )
+            .with_allowed_sources(AllowedSources::parse(&config.allowed_sources)?),
             config,
             run_as,
             listen,
@@ -106,6 +113,11 @@ impl AgentHandler {
     /// The OS user clusters run as.
     pub fn pg_user(&self) -> &str {
         &self.run_as.name
+    }
+
+    /// The OS user builds run as.
+    pub fn build_user(&self) -> &str {
+        self.cache.builder().name.as_str()
     }
 
     /// Run ids of the clusters currently running.

@@ -35,6 +35,9 @@ pub fn config(work: &Path, build_cache: PathBuf, first_port: u16) -> AgentConfig
     c.pg_user = std::env::var("BLOCKLAB_PG_USER")
         .ok()
         .or_else(blocklab_agent::default_pg_user);
+    c.build_user = std::env::var("BLOCKLAB_BUILD_USER")
+        .ok()
+        .or_else(blocklab_agent::default_build_user);
     c.port_range = (first_port, first_port + 4);
     c
 }

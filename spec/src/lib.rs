@@ -9,6 +9,7 @@ mod files;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 pub mod guc;
+mod judging;
 mod kind;
 mod limits;
 mod memory;

@@ -63,7 +63,7 @@ for spec in "${specs[@]}"; do
   started=$(date -u '+%Y-%m-%d %H:%M UTC')
   t0=$(date +%s)
   "$bin/blocklab" submit --watch "$run_spec" | tee "$work/$name.out"
-  job=$(awk '/^submitted job/ {print $3}' "$work/$name.out")
+  job=$(head -n 1 "$work/$name.out")   # submit prints the job id first, alone
   wall=$(($(date +%s) - t0))
   {
     echo "# $name"

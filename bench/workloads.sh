@@ -49,7 +49,7 @@ for kind in tpcc as3ap maintenance; do
   echo "=== $kind"
   start=$(date +%s)
   "$bin/blocklab" submit --watch "$specs/$kind.toml" | tee "$specs/$kind.out"
-  job=$(awk '/^submitted job/ {print $3}' "$specs/$kind.out")
+  job=$(head -n 1 "$specs/$kind.out")   # submit prints the job id first, alone
   echo "--- $kind: $(( $(date +%s) - start )) s wall clock"
   "$bin/blocklab" results "$job"
 done

@@ -37,7 +37,7 @@ step "validate the spec (dry run)"
 
 step "run the job: two PostgreSQL builds (about 3.5 minutes each the first time on 2 cores), then the runs"
 "$bin/blocklab" submit --watch deploy/specs/demo.toml | tee "$demo_dir/submit.out"
-job=$(awk '/^submitted job/ {print $3}' "$demo_dir/submit.out")
+job=$(head -n 1 "$demo_dir/submit.out")   # submit prints the job id first, alone
 
 step "show the job and its results"
 "$bin/blocklab" job "$job"

@@ -26,8 +26,56 @@ pub enum CliError {
          https, or run without a token (--token-file, BLOCKLAB_TOKEN)"
     )]
     PlaintextToken { addr: String },
-    #[error("{}", .0.message())]
-    Rpc(#[from] tonic::Status),
+    /// A call that failed: the coordinator's message once (not the gRPC code's wording), and
+    /// the next step where one helps.
+    #[error("{message}{hint}")]
+    Rpc { message: String, hint: &'static str },
+    #[error(
+        "{given:?} is not a job id: give the job's id or at least its first 4 characters \
+         (see `blocklab jobs`)"
+    )]
+    NotAJobId { given: String },
+    #[error("no job starts with {prefix}, see `blocklab jobs`")]
+    NoSuchJob { prefix: String },
+    #[error(
+        "{prefix} is the start of {} jobs' ids; give more of the id:\n{}",
+        .candidates.len(),
+        .candidates.join("\n")
+    )]
+    AmbiguousJob {
+        prefix: String,
+        candidates: Vec<String>,
+    },
+    #[error("run: this job has runs 1 to {runs}, not {given}")]
+    NoSuchRun { runs: u32, given: u32 },
+}
+
+impl From<tonic::Status> for CliError {
+    fn from(status: tonic::Status) -> Self {
+        let message = match status.message() {
+            "" => status.code().description().to_string(),
+            m => m.to_string(),
+        };
+        // A status with a source was made here, by the transport: no coordinator answered.
+        let unreached = status.code() == tonic::Code::Unavailable
+            && std::error::Error::source(&status).is_some();
+        let hint = match status.code() {
+            tonic::Code::NotFound => "; see `blocklab jobs`",
+            _ if unreached => {
+                " (is the coordinator up? set --coordinator or BLOCKLAB_COORDINATOR; with TLS, \
+                 --ca-cert)"
+            }
+            _ => "",
+        };
+        CliError::Rpc { message, hint }
+    }
+}
+
+/// A Control call's answer, or its failure as a [`CliError`].
+pub fn answer<T>(reply: Result<tonic::Response<T>, tonic::Status>) -> Result<T, CliError> {
+    reply
+        .map(tonic::Response::into_inner)
+        .map_err(CliError::from)
 }
 
 /// The CLI's client: TLS when a CA is given, the API token on every request.
@@ -70,7 +118,7 @@ pub async fn connect(addrs: &str, auth: &ClientAuth) -> Result<Client, CliError>
                 Ok(_) => {
                     first.get_or_insert(c);
                 }
-                Err(e) => last_error = Some(CliError::Rpc(e)),
+                Err(e) => last_error = Some(CliError::from(e)),
             },
             Err(e) => last_error = Some(e),
         }

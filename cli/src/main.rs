@@ -57,10 +57,11 @@ enum Command {
     /// Show a job and its runs (state, stage, failure reason); --run N details one run.
     #[command(after_help = JOB_EXAMPLES)]
     Job {
-        job_id: String,
-        /// Run number (as listed) to show in detail: server statistics, settings, suspect
-        /// reasons, schedule lag, late and skipped counts, the random seed and per-statement
-        /// latencies.
+        #[command(flatten)]
+        job: JobArg,
+        /// Run number, from 1 (the `#` of the runs table), to show in detail: server
+        /// statistics, settings, suspect reasons, schedule lag, late and skipped counts, the
+        /// random seed and per-statement latencies.
         #[arg(long)]
         run: Option<u32>,
     },
@@ -81,14 +82,21 @@ enum Command {
     },
     /// Follow a job until it finishes.
     #[command(after_help = WATCH_EXAMPLES)]
-    Watch { job_id: String },
+    Watch {
+        #[command(flatten)]
+        job: JobArg,
+    },
     /// Cancel a job: its load and servers stop within seconds, its runs are marked cancelled.
     #[command(after_help = CANCEL_EXAMPLES)]
-    Cancel { job_id: String },
+    Cancel {
+        #[command(flatten)]
+        job: JobArg,
+    },
     /// Submit a job's stored spec and files again (a reproduction); prints the new job id.
     #[command(after_help = RERUN_EXAMPLES)]
     Rerun {
-        job_id: String,
+        #[command(flatten)]
+        job: JobArg,
         /// Keep the job's run-order and pgbench random seeds (default: new ones).
         #[arg(long)]
         same_seed: bool,
@@ -97,7 +105,8 @@ enum Command {
     /// baseline with its 95% CI, the model, p-value, MDE, verdict, suspect runs.
     #[command(after_help = RESULTS_EXAMPLES, after_long_help = RESULTS_LONG_HELP)]
     Results {
-        job_id: String,
+        #[command(flatten)]
+        job: JobArg,
         #[command(flatten)]
         opts: TableOpts,
     },
@@ -105,7 +114,9 @@ enum Command {
     /// A's cell is the baseline, B's the treatment, with the same statistics as `results`.
     #[command(after_help = COMPARE_EXAMPLES, after_long_help = COMPARE_LONG_HELP)]
     Compare {
+        /// The baseline job: its id or its start, as for `results`.
         job_a: String,
+        /// The treatment job: its id or its start.
         job_b: String,
         #[command(flatten)]
         opts: TableOpts,
@@ -114,7 +125,8 @@ enum Command {
     /// tps traces of every run of each cell.
     #[command(after_help = PLOT_EXAMPLES)]
     Plot {
-        job_id: String,
+        #[command(flatten)]
+        job: JobArg,
         /// Directory for the SVG files (created if missing).
         #[arg(long, default_value = ".")]
         out: PathBuf,
@@ -129,7 +141,8 @@ enum Command {
     /// runs (order, start times, suspect reasons) and each run's effective settings.
     #[command(after_help = REPORT_EXAMPLES)]
     Report {
-        job_id: String,
+        #[command(flatten)]
+        job: JobArg,
         /// Output file (default: blocklab-report-<job id>.html).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -137,22 +150,38 @@ enum Command {
         #[arg(long, default_value = "", hide_default_value = true)]
         metric: String,
     },
+    /// Print a job's export as one JSON document: the job, its spec, cells, runs (with their
+    /// results, settings, server statistics and per-second samples), builds, hosts and the
+    /// per-cell statistics of a metric.
+    #[command(after_help = EXPORT_EXAMPLES)]
+    Export {
+        #[command(flatten)]
+        job: JobArg,
+        /// Metric of the per-cell statistics (as `results --metric`; default: the job's
+        /// headline).
+        #[arg(long, default_value = "", hide_default_value = true)]
+        metric: String,
+        /// Leave out the runs' per-second samples.
+        #[arg(long)]
+        no_samples: bool,
+    },
 }
 
-const SUBMIT_EXAMPLES: &str = "Examples:\n  blocklab submit deploy/specs/demo.toml --dry-run\n  blocklab submit deploy/specs/demo.toml --watch\n  BLOCKLAB_COORDINATOR=lab1:7400 blocklab submit spec.toml";
+const SUBMIT_EXAMPLES: &str = "Examples:\n  blocklab submit deploy/specs/demo.toml --dry-run\n  blocklab submit deploy/specs/demo.toml --watch\n  job=$(blocklab submit spec.toml)   (the job id alone on stdout)\n  BLOCKLAB_COORDINATOR=lab1:7400 blocklab submit spec.toml";
 const JOBS_EXAMPLES: &str = "Examples:\n  blocklab jobs\n  blocklab jobs --format json\n  blocklab --coordinator lab1:7400 --token-file ~/.blocklab-token jobs";
-const JOB_EXAMPLES: &str =
-    "Examples:\n  blocklab job 6f1c...-uuid\n  blocklab job 6f1c...-uuid --run 3";
+const JOB_EXAMPLES: &str = "Examples:\n  blocklab job 6f1c\n  blocklab job 6f1c --run 3";
 const HOSTS_EXAMPLES: &str =
     "Examples:\n  blocklab hosts\n  blocklab hosts --format csv\n  blocklab hosts --facts";
 const BUILDS_EXAMPLES: &str = "Examples:\n  blocklab builds\n  blocklab builds --format markdown";
-const WATCH_EXAMPLES: &str = "Examples:\n  blocklab watch 6f1c...-uuid\n  blocklab watch 6f1c...-uuid | tee watch.log   (plain lines when not a terminal)";
-const RERUN_EXAMPLES: &str = "Examples:\n  blocklab rerun 6f1c...-uuid\n  blocklab rerun 6f1c...-uuid --same-seed\n  blocklab compare 6f1c...-uuid NEW_JOB_ID";
-const CANCEL_EXAMPLES: &str = "Examples:\n  blocklab cancel 6f1c...-uuid";
-const PLOT_EXAMPLES: &str = "Examples:\n  blocklab plot 6f1c...-uuid --out charts/\n  blocklab plot 6f1c...-uuid --metric latency_p99_ms --out charts/";
-const REPORT_EXAMPLES: &str = "Examples:\n  blocklab report 6f1c...-uuid\n  blocklab report 6f1c...-uuid --metric latency_p99_ms --out report.html";
-const RESULTS_EXAMPLES: &str = "Examples:\n  blocklab results 6f1c...-uuid\n  blocklab results 6f1c...-uuid --metric latency_p99_ms --format csv > p99.csv\n  blocklab results 6f1c...-uuid --metric new_order.p90_ms   (a TPC-C-like job's metric)";
-const COMPARE_EXAMPLES: &str = "Examples:\n  blocklab compare 6f1c...-uuid 9a2b...-uuid\n  blocklab compare 6f1c...-uuid 9a2b...-uuid --format markdown";
+const WATCH_EXAMPLES: &str = "Examples:\n  blocklab watch 6f1c\n  blocklab watch 6f1c | tee watch.log   (plain lines when not a terminal)";
+const RERUN_EXAMPLES: &str = "Examples:\n  blocklab rerun 6f1c\n  blocklab rerun 6f1c --same-seed\n  new=$(blocklab rerun 6f1c) && blocklab compare 6f1c \"$new\"";
+const CANCEL_EXAMPLES: &str = "Examples:\n  blocklab cancel 6f1c";
+const PLOT_EXAMPLES: &str = "Examples:\n  blocklab plot 6f1c --out charts/\n  blocklab plot 6f1c --metric latency_p99_ms --out charts/";
+const REPORT_EXAMPLES: &str = "Examples:\n  blocklab report 6f1c\n  blocklab report 6f1c --metric latency_p99_ms --out report.html";
+const RESULTS_EXAMPLES: &str = "Examples:\n  blocklab results 6f1c\n  blocklab results 6f1c --metric latency_p99_ms --format csv > p99.csv\n  blocklab results 6f1c --metric new_order.p90_ms   (a TPC-C-like job's metric)";
+const COMPARE_EXAMPLES: &str =
+    "Examples:\n  blocklab compare 6f1c 9a2b\n  blocklab compare 6f1c 9a2b --format markdown";
+const EXPORT_EXAMPLES: &str = "Examples:\n  blocklab export 6f1c > job.json\n  blocklab export 6f1c --no-samples | jq '.runs[] | {sequence, state}'";
 const COMPLETIONS_EXAMPLES: &str = "Examples:\n  blocklab completions bash > /etc/bash_completion.d/blocklab\n  blocklab completions zsh > ~/.zfunc/_blocklab\n  blocklab completions fish > ~/.config/fish/completions/blocklab.fish";
 
 macro_rules! results_help {
@@ -197,12 +226,18 @@ statistics over every completed run beside them."
 
 const RESULTS_LONG_HELP: &str = concat!(
     results_help!(),
-    "\n\nExamples:\n  blocklab results 6f1c...-uuid\n  blocklab results 6f1c...-uuid --metric latency_p99_ms --format csv > p99.csv\n  blocklab results 6f1c...-uuid --metric new_order.p90_ms   (a TPC-C-like job's metric)"
+    "\n\nExamples:\n  blocklab results 6f1c\n  blocklab results 6f1c --metric latency_p99_ms --format csv > p99.csv\n  blocklab results 6f1c --metric new_order.p90_ms   (a TPC-C-like job's metric)"
 );
 const COMPARE_LONG_HELP: &str = concat!(
     results_help!(),
-    "\n\nExamples:\n  blocklab compare 6f1c...-uuid 9a2b...-uuid\n  blocklab compare 6f1c...-uuid 9a2b...-uuid --format markdown"
+    "\n\nExamples:\n  blocklab compare 6f1c 9a2b\n  blocklab compare 6f1c 9a2b --format markdown"
 );
+
+#[derive(clap::Args)]
+struct JobArg {
+    /// The job's id, or its start (4 characters or more) if no other job's id begins so.
+    job_id: String,
+}
 
 #[derive(clap::Args)]
 struct ListOpts {
@@ -271,14 +306,17 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             let mut client = connect().await?;
-            let r = client
-                .submit_job(SubmitJobRequest {
-                    spec_toml: loaded.text,
-                    files: loaded.files.into_iter().collect(),
-                })
-                .await?
-                .into_inner();
-            println!(
+            let r = cli::answer(
+                client
+                    .submit_job(SubmitJobRequest {
+                        spec_toml: loaded.text,
+                        files: loaded.files.into_iter().collect(),
+                    })
+                    .await,
+            )?;
+            // The id alone on stdout (`job=$(blocklab submit spec.toml)`), the sentence on stderr.
+            println!("{}", r.job_id);
+            eprintln!(
                 "submitted job {} ({} cells, {} runs)",
                 r.job_id, r.cells, r.runs
             );
@@ -289,20 +327,16 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Jobs { list } => {
             let format = cli::Format::parse(&list.format)?;
             let mut client = connect().await?;
-            let r = client.list_jobs(ListJobsRequest {}).await?.into_inner();
+            let r = cli::answer(client.list_jobs(ListJobsRequest {}).await)?;
             print!("{}", listings::render(&cli::jobs_table(&r.jobs), format));
         }
-        Command::Job { job_id, run } => {
+        Command::Job {
+            job: JobArg { job_id },
+            run,
+        } => {
             let mut client = connect().await?;
-            let request = GetJobRequest {
-                job_id,
-                run: run.unwrap_or(0),
-            };
-            let r = client.get_job(request).await?.into_inner();
-            match &r.run_detail {
-                Some(d) => println!("{}", cli::render_run_detail(d)),
-                None => println!("{}", cli::render_job(&r)),
-            }
+            let job_id = cli::resolve_job_id(&mut client, &job_id).await?;
+            println!("{}", cli::show_job(&mut client, &job_id, run).await?);
         }
         Command::Hosts { facts, list } => {
             let format = cli::Format::parse(&list.format)?;
@@ -310,7 +344,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 anyhow::bail!("--facts prints a table of its own; use it with --format table");
             }
             let mut client = connect().await?;
-            let r = client.list_hosts(ListHostsRequest {}).await?.into_inner();
+            let r = cli::answer(client.list_hosts(ListHostsRequest {}).await)?;
             print!("{}", listings::render(&cli::hosts_table(&r.hosts), format));
             if facts {
                 println!("{}", cli::render_host_facts(&r.hosts));
@@ -319,35 +353,39 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Builds { list } => {
             let format = cli::Format::parse(&list.format)?;
             let mut client = connect().await?;
-            let r = client.list_builds(ListBuildsRequest {}).await?.into_inner();
+            let r = cli::answer(client.list_builds(ListBuildsRequest {}).await)?;
             print!(
                 "{}",
                 listings::render(&cli::builds_table(&r.builds), format)
             );
         }
-        Command::Cancel { job_id } => {
+        Command::Cancel {
+            job: JobArg { job_id },
+        } => {
             let mut client = connect().await?;
-            let r = client
-                .cancel_job(CancelJobRequest {
-                    job_id: job_id.clone(),
-                })
-                .await?
-                .into_inner();
+            let job_id = cli::resolve_job_id(&mut client, &job_id).await?;
+            let request = CancelJobRequest {
+                job_id: job_id.clone(),
+            };
+            let r = cli::answer(client.cancel_job(request).await)?;
             println!(
                 "job {job_id}: {} ({} queued runs cancelled)",
                 r.state, r.runs_cancelled
             );
         }
-        Command::Rerun { job_id, same_seed } => {
+        Command::Rerun {
+            job: JobArg { job_id },
+            same_seed,
+        } => {
             let mut client = connect().await?;
-            let r = client
-                .rerun_job(blocklab_proto::v1::RerunJobRequest {
-                    job_id: job_id.clone(),
-                    same_seed,
-                })
-                .await?
-                .into_inner();
-            println!(
+            let job_id = cli::resolve_job_id(&mut client, &job_id).await?;
+            let request = RerunJobRequest {
+                job_id: job_id.clone(),
+                same_seed,
+            };
+            let r = cli::answer(client.rerun_job(request).await)?;
+            println!("{}", r.job_id);
+            eprintln!(
                 "submitted job {} (rerun of {job_id}): {} cells, {} runs",
                 r.job_id, r.cells, r.runs
             );
@@ -356,52 +394,57 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let mut cmd = <Args as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "blocklab", &mut std::io::stdout());
         }
-        Command::Watch { job_id } => {
+        Command::Watch {
+            job: JobArg { job_id },
+        } => {
             let mut client = connect().await?;
+            let job_id = cli::resolve_job_id(&mut client, &job_id).await?;
             return finish_watch(&mut client, &job_id).await;
         }
-        Command::Results { job_id, opts } => {
+        Command::Results {
+            job: JobArg { job_id },
+            opts,
+        } => {
             let format = cli::Format::parse(&opts.format)?;
             let mut client = connect().await?;
+            let job_id = cli::resolve_job_id(&mut client, &job_id).await?;
             if let Some(probe) = cli::probe_results_if_probe(&mut client, &job_id, format).await? {
                 println!("{probe}");
                 return Ok(ExitCode::SUCCESS);
             }
-            let r = client
-                .query_results(QueryResultsRequest {
-                    job_id,
-                    metric: opts.metric,
-                })
-                .await?
-                .into_inner()
-                .into();
+            let request = QueryResultsRequest {
+                job_id,
+                metric: opts.metric,
+            };
+            let r = cli::answer(client.query_results(request).await)?.into();
             print!("{}", cli::render_results(&r, format));
         }
         Command::Compare { job_a, job_b, opts } => {
             let format = cli::Format::parse(&opts.format)?;
             let mut client = connect().await?;
-            let r = client
-                .compare_jobs(CompareJobsRequest {
-                    job_a,
-                    job_b,
-                    metric: opts.metric,
-                })
-                .await?
-                .into_inner()
-                .into();
+            let [job_a, job_b] = cli::resolve_job_ids(&mut client, [&job_a, &job_b]).await?;
+            let request = CompareJobsRequest {
+                job_a,
+                job_b,
+                metric: opts.metric,
+            };
+            let r = cli::answer(client.compare_jobs(request).await)?.into();
             print!("{}", cli::render_compare(&r, format));
         }
         Command::Plot {
-            job_id,
+            job: JobArg { job_id },
             out,
             metric,
         } => {
             let mut client = connect().await?;
+            let job_id = cli::resolve_job_id(&mut client, &job_id).await?;
             std::fs::create_dir_all(&out)
                 .with_context(|| format!("--out: cannot create {}", out.display()))?;
             let charts = match cli::probe_job(&mut client, &job_id).await? {
                 Some(probe) => report::plot::probe_charts(&probe.into()),
-                None => report::plot::charts(&export(&mut client, job_id, metric).await?),
+                None => report::plot::charts(
+                    &cli::job_export(&mut client, &job_id, &metric, true).await?,
+                ),
             };
             for chart in charts {
                 let path = out.join(&chart.file_name);
@@ -411,70 +454,63 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Report {
-            job_id,
+            job: JobArg { job_id },
             out,
             metric,
         } => {
             let mut client = connect().await?;
+            let job_id = cli::resolve_job_id(&mut client, &job_id).await?;
             let out =
                 out.unwrap_or_else(|| PathBuf::from(format!("blocklab-report-{job_id}.html")));
-            let export = export(&mut client, job_id, metric).await?;
+            let export = cli::job_export(&mut client, &job_id, &metric, true).await?;
             std::fs::write(&out, report::html::report(&export))
                 .with_context(|| format!("--out: cannot write {}", out.display()))?;
             println!("{}", out.display());
+        }
+        Command::Export {
+            job: JobArg { job_id },
+            metric,
+            no_samples,
+        } => {
+            let mut client = connect().await?;
+            let job_id = cli::resolve_job_id(&mut client, &job_id).await?;
+            let export = cli::job_export(&mut client, &job_id, &metric, !no_samples).await?;
+            println!("{}", cli::export_json(&export));
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// Follows a job (a bar on a terminal, plain lines for pipes and logs), then prints its
+/// results; a job that had already finished gets only its final state line. Exits 0 when the
+/// job is done, 2 when it ended otherwise.
 async fn finish_watch(client: &mut ControlClient, job_id: &str) -> anyhow::Result<ExitCode> {
-    // Progress bars on a terminal; plain lines (one per event) for pipes and logs.
-    let last = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-        blocklab_cli::progress::watch_with_bar(client, job_id).await?
-    } else {
-        cli::watch(client, job_id, std::io::stdout()).await?
-    };
+    let bar = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let watched = cli::watch_job(client, job_id, bar, std::io::stdout()).await?;
+    let already = matches!(watched, cli::Watched::AlreadyFinished(_));
     // The job's state, parsed from the wire once.
-    let done = last.is_some_and(|j| j.state.parse::<JobState>().ok() == Some(JobState::Done));
-    if let Some(probe) = cli::probe_results_if_probe(client, job_id, cli::Format::Table).await? {
-        println!("{probe}");
-        return Ok(if done {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(2)
-        });
-    }
-    let r = client
-        .query_results(QueryResultsRequest {
-            job_id: job_id.to_string(),
-            ..Default::default()
-        })
-        .await?
-        .into_inner()
-        .into();
-    print!("{}", cli::render_results(&r, cli::Format::Table));
-    Ok(if done {
+    let done = watched
+        .last()
+        .is_some_and(|j| j.state.parse::<JobState>().ok() == Some(JobState::Done));
+    let code = if done {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(2)
-    })
-}
-
-async fn export(
-    client: &mut ControlClient,
-    job_id: String,
-    metric: String,
-) -> anyhow::Result<blocklab_measure::job::JobExport> {
-    // The wire export becomes the report's domain value here, once.
-    Ok(client
-        .export_job(ExportJobRequest {
-            job_id,
-            metric,
-            include_samples: true,
-        })
-        .await?
-        .into_inner()
-        .into())
+    };
+    if already {
+        return Ok(code);
+    }
+    if let Some(probe) = cli::probe_results_if_probe(client, job_id, cli::Format::Table).await? {
+        println!("{probe}");
+        return Ok(code);
+    }
+    let request = QueryResultsRequest {
+        job_id: job_id.to_string(),
+        ..Default::default()
+    };
+    let r = cli::answer(client.query_results(request).await)?.into();
+    print!("{}", cli::render_results(&r, cli::Format::Table));
+    Ok(code)
 }
 
 type ControlClient = cli::Client;

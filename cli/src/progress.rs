@@ -5,14 +5,13 @@
 
 use std::time::Duration;
 
-use blocklab_proto::v1::control_client::ControlClient;
 use blocklab_proto::v1::{JobEvent, JobSummary, RunInfo};
 use blocklab_spec::RunState;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::client::{CliError, Transport};
+use crate::client::CliError;
 use crate::follow::JobWatch;
-use crate::runs::{run_result, run_state};
+use crate::runs::{final_line, run_result, run_state};
 
 const TEMPLATE: &str =
     "{spinner} [{elapsed_precise}] {bar:40.cyan/blue} {pos}/{len} runs  ETA {eta}  {msg}";
@@ -56,23 +55,35 @@ fn finished(state: Option<RunState>) -> bool {
     )
 }
 
-/// Follows a job with a progress bar until it finishes; returns its last summary.
-pub async fn watch_with_bar<T: Transport>(
-    client: &mut ControlClient<T>,
-    job_id: &str,
-) -> Result<Option<JobSummary>, CliError> {
-    let watch = JobWatch::open(client, job_id).await?;
-    let bar = ProgressBar::new(0);
+/// A bar for the job as it stands: its runs so far already counted, so it starts at, say,
+/// 7/12 (not 0/0), and its ETA is the pace from here on.
+pub fn job_bar(job: Option<&JobSummary>) -> ProgressBar {
+    let (total, finished) = job.map_or((0, 0), |j| (j.runs_total, j.runs_done + j.runs_failed));
+    let bar = ProgressBar::new(u64::from(total)).with_position(u64::from(finished));
     if let Ok(style) = ProgressStyle::with_template(TEMPLATE) {
         bar.set_style(style.progress_chars("=> "));
     }
+    // The runs finished before the watch are not pace: record them, then start the estimate.
+    bar.tick();
+    bar.reset_eta();
+    bar
+}
+
+/// Follows a job with a progress bar from its first event until it finishes; returns its
+/// last summary.
+pub async fn follow_with_bar(
+    watch: JobWatch,
+    first: &JobEvent,
+) -> Result<Option<JobSummary>, CliError> {
+    let bar = job_bar(first.job.as_ref());
     bar.enable_steady_tick(Duration::from_millis(200));
-    let last = watch.follow(|ev| show(&bar, ev)).await?;
+    show(&bar, first);
+    let last = watch
+        .follow(|ev| show(&bar, ev))
+        .await?
+        .or(first.job.clone());
     match &last {
-        Some(j) => bar.finish_with_message(format!(
-            "job {}: {} ({} runs done, {} failed)",
-            j.job_id, j.state, j.runs_done, j.runs_failed
-        )),
+        Some(j) => bar.finish_with_message(final_line(j)),
         None => bar.finish_and_clear(),
     }
     Ok(last)
@@ -135,5 +146,19 @@ mod tests {
             run_line(&r),
             "run 3 bs=16K wal=8K c=4 rep 1: failed at measuring: initdb failed"
         );
+    }
+
+    #[test]
+    fn a_bar_starts_from_the_runs_finished_so_far() {
+        let j = JobSummary {
+            job_id: "j1".into(),
+            state: "running".into(),
+            runs_total: 12,
+            runs_done: 6,
+            runs_failed: 1,
+            ..Default::default()
+        };
+        let bar = job_bar(Some(&j));
+        assert_eq!((bar.position(), bar.length()), (7, Some(12)));
     }
 }

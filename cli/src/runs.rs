@@ -45,3 +45,17 @@ pub fn build_line(j: &blocklab_proto::v1::JobSummary) -> Option<String> {
     };
     Some(progress.to_string())
 }
+
+/// A job's state line once it has finished: "job ID: done, 4/4 runs done, 0 failed", with
+/// the job's error if it has one.
+pub fn final_line(j: &blocklab_proto::v1::JobSummary) -> String {
+    let mut line = format!(
+        "job {}: {}, {}/{} runs done, {} failed",
+        j.job_id, j.state, j.runs_done, j.runs_total, j.runs_failed
+    );
+    if !j.error.is_empty() {
+        line.push_str(": ");
+        line.push_str(&j.error);
+    }
+    line
+}

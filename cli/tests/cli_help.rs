@@ -1,11 +1,12 @@
 //! `blocklab --help` and every subcommand's `--help` (with its examples) against the files in
 //! tests/snapshots/; `BLOCKLAB_UPDATE_SNAPSHOTS=1 cargo test --test cli_help` rewrites them.
-//! Also: shell completions.
+//! Also: shell completions, and the README's command list against the real subcommands.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const SUBCOMMANDS: [&str; 12] = [
+const SUBCOMMANDS: [&str; 14] = [
     "submit",
     "jobs",
     "job",
@@ -13,10 +14,12 @@ const SUBCOMMANDS: [&str; 12] = [
     "builds",
     "watch",
     "cancel",
+    "rerun",
     "results",
     "compare",
     "plot",
     "report",
+    "export",
     "completions",
 ];
 
@@ -104,4 +107,49 @@ fn completions_for_each_shell() {
     let o = run(env!("CARGO_BIN_EXE_blocklab"), &["completions", "tcsh"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("bash"));
+}
+
+/// The subcommands `blocklab --help` lists (without `help`).
+fn listed_subcommands() -> BTreeSet<String> {
+    let help = stdout(&run(env!("CARGO_BIN_EXE_blocklab"), &["--help"]));
+    let (_, commands) = help.split_once("Commands:\n").expect("a Commands section");
+    commands
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn the_readme_lists_every_subcommand_and_no_other() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .expect("README.md");
+    let (_, using) = readme
+        .split_once("## Using it\n")
+        .expect("a Using it section");
+    let (_, block) = using.split_once("```sh\n").expect("its command list");
+    let (block, _) = block.split_once("```").expect("the list's end");
+    let in_readme: BTreeSet<String> = block
+        .split("blocklab ")
+        .skip(1)
+        .filter_map(|rest| rest.split(|c: char| !c.is_ascii_lowercase()).next())
+        .filter(|w| !w.is_empty())
+        .map(String::from)
+        .collect();
+    let subcommands = listed_subcommands();
+    assert_eq!(
+        in_readme, subcommands,
+        "README's `Using it` list vs `blocklab --help`"
+    );
+    assert_eq!(
+        subcommands,
+        SUBCOMMANDS
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<BTreeSet<_>>(),
+        "every subcommand's --help has a snapshot"
+    );
 }

@@ -318,13 +318,14 @@ impl Lab {
     }
 }
 
-/// The job id in `blocklab submit`'s output ("submitted job <id> ...").
+/// The job id `blocklab submit` prints: its first line of stdout, the id alone.
 pub fn submitted_job_id(stdout: &str) -> String {
-    stdout
-        .split_whitespace()
-        .nth(2)
-        .expect("submitted job <id>")
-        .to_string()
+    let id = stdout.lines().next().unwrap_or_default().trim();
+    assert!(
+        id.len() == 36 && !id.contains(char::is_whitespace),
+        "submit printed {stdout:?}, not a job id"
+    );
+    id.to_string()
 }
 
 /// Polls `check` until it returns true or `timeout` passes (then panics naming `what`).

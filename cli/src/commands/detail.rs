@@ -2,11 +2,13 @@
 
 use std::fmt::Write as _;
 
-use blocklab_proto::v1::{GetJobResponse, RunChoices, RunDetail};
+use blocklab_proto::v1::control_client::ControlClient;
+use blocklab_proto::v1::{GetJobRequest, GetJobResponse, RunChoices, RunDetail};
 pub use blocklab_report::format::RUN_KEY_COLUMNS;
 use blocklab_report::format::size;
 
 use super::table::table;
+use crate::client::{CliError, Transport, answer};
 use crate::runs::{is_done, run_result};
 
 /// The columns of `blocklab job`'s runs table after [`RUN_KEY_COLUMNS`].
@@ -19,6 +21,31 @@ pub fn runs_table_header() -> Vec<&'static str> {
         .chain(&RUN_DETAIL_COLUMNS)
         .copied()
         .collect()
+}
+
+/// `blocklab job ID [--run N]`: the job and its runs, or run N (numbered from 1, as the runs
+/// table lists them) in detail. Run 0 is refused with the job's range, as the coordinator
+/// refuses one past the last.
+pub async fn show_job<T: Transport>(
+    client: &mut ControlClient<T>,
+    job_id: &str,
+    run: Option<u32>,
+) -> Result<String, CliError> {
+    let request = GetJobRequest {
+        job_id: job_id.to_string(),
+        run: run.unwrap_or(0),
+    };
+    let r = answer(client.get_job(request).await)?;
+    if run == Some(0) {
+        return Err(CliError::NoSuchRun {
+            runs: u32::try_from(r.runs.len()).unwrap_or(u32::MAX),
+            given: 0,
+        });
+    }
+    Ok(match &r.run_detail {
+        Some(d) => render_run_detail(d),
+        None => render_job(&r),
+    })
 }
 
 /// `blocklab job ID`: the job's summary line and its runs.

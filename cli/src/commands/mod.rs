@@ -2,33 +2,38 @@
 //! and their output formatting live here so tests can drive them.
 //!
 //! `plan` (`submit --dry-run`), `listing` (jobs, hosts, builds), `detail` (a job and its
-//! runs, one run), `probe` (I/O probe results) and `watch` (plain lines). The
-//! connection and the error type come from the `client` module, shared with `progress`.
+//! runs, one run), `probe` (I/O probe results), `export` (a job's export), `ids` (job ids
+//! and their prefixes) and `watch` (plain lines, or the bar of `progress`). The connection
+//! and the error type come from the `client` module, shared with `progress`.
 
 use std::path::Path;
 
 use blocklab_spec::{Files, JobSpec, referenced_files};
 
 mod detail;
+mod export;
 mod history;
+mod ids;
 mod listing;
 mod plan;
 mod probe;
 mod table;
 mod watch;
 
-pub use crate::client::{CliError, Client, Transport, connect};
+pub use crate::client::{CliError, Client, Transport, answer, connect};
 pub use crate::runs::{run_result, run_state};
 pub use blocklab_report::render::{Format, render_compare, render_results};
-pub use detail::{RUN_KEY_COLUMNS, render_job, render_run_detail, runs_table_header};
+pub use detail::{RUN_KEY_COLUMNS, render_job, render_run_detail, runs_table_header, show_job};
+pub use export::{export_json, job_export};
 pub use history::{earlier_like, render_history};
+pub use ids::{MIN_PREFIX, match_prefix, resolve_job_id, resolve_job_ids};
 pub use listing::{
     builds_table, hosts_table, jobs_table, render_builds, render_host_facts, render_hosts,
     render_jobs,
 };
 pub use plan::{render_job_plan, render_plan};
 pub use probe::{probe_job, probe_results_if_probe, render_probe};
-pub use watch::watch;
+pub use watch::{Watched, watch, watch_job};
 
 /// A spec as read for submission: its text, the files it names (read relative to the spec
 /// file's directory, keyed by the path as the spec writes it) and the validated spec.

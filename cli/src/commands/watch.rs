@@ -5,22 +5,66 @@ use blocklab_proto::v1::{JobEvent, JobSummary, RunInfo};
 
 use crate::client::{CliError, Transport};
 use crate::follow::JobWatch;
-use crate::runs::{build_line, is_done, run_result};
+use crate::runs::{build_line, final_line, is_done, run_result};
 
-/// Follows a job until it finishes, printing one line per change.
-pub async fn watch<T: Transport>(
+/// How a watch ended.
+#[derive(Debug)]
+pub enum Watched {
+    /// The job had finished before the watch began: its final state line was printed.
+    AlreadyFinished(JobSummary),
+    /// The job was followed until it finished or the stream ended: its last summary.
+    Followed(Option<JobSummary>),
+}
+
+impl Watched {
+    /// The job's last summary.
+    pub fn last(self) -> Option<JobSummary> {
+        match self {
+            Watched::AlreadyFinished(j) => Some(j),
+            Watched::Followed(j) => j,
+        }
+    }
+}
+
+/// Follows a job until it finishes: with a progress bar ([`crate::progress`]) or one plain
+/// line per change to `out`. A job that has already finished gets its final state line.
+pub async fn watch_job<T: Transport>(
     client: &mut ControlClient<T>,
     job_id: &str,
+    bar: bool,
     mut out: impl std::io::Write,
-) -> Result<Option<JobSummary>, CliError> {
-    JobWatch::open(client, job_id)
-        .await?
-        .follow(|ev| {
+) -> Result<Watched, CliError> {
+    let mut watch = JobWatch::open(client, job_id).await?;
+    let Some(first) = watch.next().await? else {
+        return Ok(Watched::Followed(None));
+    };
+    if first.finished
+        && let Some(j) = first.job
+    {
+        let _ = writeln!(out, "{}", final_line(&j));
+        return Ok(Watched::AlreadyFinished(j));
+    }
+    let last = if bar {
+        crate::progress::follow_with_bar(watch, &first).await?
+    } else {
+        let mut print = |ev: &JobEvent| {
             if let Some(line) = event_line(ev) {
                 let _ = writeln!(out, "{line}");
             }
-        })
-        .await
+        };
+        print(&first);
+        watch.follow(print).await?
+    };
+    Ok(Watched::Followed(last.or(first.job)))
+}
+
+/// Follows a job until it finishes, printing one line per change; returns its last summary.
+pub async fn watch<T: Transport>(
+    client: &mut ControlClient<T>,
+    job_id: &str,
+    out: impl std::io::Write,
+) -> Result<Option<JobSummary>, CliError> {
+    Ok(watch_job(client, job_id, false, out).await?.last())
 }
 
 /// The line for one event: the job's progress, and the run that changed.

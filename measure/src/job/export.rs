@@ -2,10 +2,12 @@
 
 use crate::job::results::CellResult;
 use crate::job::summary::JobSummary;
+use serde::Serialize;
+
 use crate::{Metric, Sample};
 
 /// One job with its cells, runs (in execution order), builds and hosts.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct JobExport {
     pub job: Option<JobSummary>,
     pub spec_toml: String,
@@ -28,7 +30,7 @@ pub struct JobExport {
 }
 
 /// How a job's statistics are computed.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct AnalysisOptions {
     /// The equivalence band of the TOST check, in percent of the baseline mean.
     pub equivalence_pct: f64,
@@ -48,7 +50,7 @@ pub struct AnalysisOptions {
 }
 
 /// One cell of the job's matrix.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ExportCell {
     pub cell_index: u32,
     pub label: String,
@@ -66,7 +68,7 @@ pub struct ExportCell {
 }
 
 /// One run (cell x repetition) with its outcome.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ExportRun {
     pub run_id: String,
     pub cell_index: u32,
@@ -99,7 +101,7 @@ pub struct ExportRun {
 }
 
 /// What a done run measured, as the catalog stores it.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RunMetrics {
     pub transactions: u64,
     pub failures: u64,
@@ -130,7 +132,7 @@ pub struct RunMetrics {
 }
 
 /// One statement of a script in one run.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct StatementLatency {
     pub script: String,
     /// 0-based position of the command in the script.
@@ -142,7 +144,7 @@ pub struct StatementLatency {
 }
 
 /// A non-default setting of the live server.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct EffectiveSetting {
     pub name: String,
     pub setting: String,
@@ -151,14 +153,14 @@ pub struct EffectiveSetting {
 }
 
 /// A server statistic's change over the measured window.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ServerStatDelta {
     pub name: String,
     pub delta: f64,
 }
 
 /// A build a job's runs used.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ExportBuild {
     pub host_id: String,
     pub build_key: String,
@@ -172,7 +174,7 @@ pub struct ExportBuild {
 }
 
 /// A host a job's runs used.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ExportHost {
     pub host_id: String,
     pub role: String,

@@ -1,10 +1,12 @@
 //! A job's statistics: per-cell results of a metric against the baseline (or another job's
 //! like cells), every workload metric's cells, own-workload figures and probe summaries.
 
+use serde::Serialize;
+
 use crate::job::summary::JobSummary;
 
 /// One cell's statistics of one metric, and its change against the cell it is compared with.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CellResult {
     pub cell_index: u32,
     pub label: String,
@@ -92,7 +94,7 @@ pub struct CellResult {
 }
 
 /// A cell's statistics over a set of runs.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CellStats {
     pub n: u32,
     pub mean: f64,
@@ -128,7 +130,7 @@ pub struct CellStats {
 }
 
 /// A cell on one database host.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct HostResult {
     pub host_id: String,
     pub n: u32,

@@ -1,7 +1,9 @@
 //! A job as its listings show it, with the progress of the build it is making.
 
+use serde::Serialize;
+
 /// A job as its listings show it.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct JobSummary {
     pub job_id: String,
     pub name: String,
@@ -27,7 +29,7 @@ pub struct JobSummary {
 }
 
 /// The progress of one build.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct BuildProgress {
     pub block_size_kb: u32,
     pub wal_block_size_kb: u32,

@@ -85,7 +85,7 @@ pub(super) fn own_csv_rows(own: &[OwnWorkloadCell]) -> Vec<Vec<String>> {
 }
 
 /// Two tables for people: per cell its lag and late/skipped counts; per cell and script its
-/// statements. Rounded as the other tables are.
+/// statements, numbered from 1 in `#`. Rounded as the other tables are.
 pub fn own_tables(own: &[OwnWorkloadCell]) -> [(Vec<String>, Vec<Vec<String>>); 2] {
     let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let cells = own
@@ -108,7 +108,8 @@ pub fn own_tables(own: &[OwnWorkloadCell]) -> [(Vec<String>, Vec<Vec<String>>); 
                 vec![
                     c.cell.clone(),
                     s.script.clone(),
-                    s.position.to_string(),
+                    // Numbered from 1, as `blocklab job ID --run N` numbers them.
+                    (s.position + 1).to_string(),
                     s.command.clone(),
                     s.count.to_string(),
                     s.failures.to_string(),
@@ -210,11 +211,11 @@ mod tests {
         assert!(md.contains("### Own workload"), "{md}");
         assert!(md.contains("| 8K | 3 | 1.000 | 12.000 | 4 | 8 |"), "{md}");
         assert!(
-            md.contains("| 8K | mine.sql | 1 | UPDATE t SET v = v + 1 | 300 | 3 | 3.000 |"),
+            md.contains("| 8K | mine.sql | 2 | UPDATE t SET v = v + 1 | 300 | 3 | 3.000 |"),
             "{md}"
         );
         assert!(
-            md.contains("| 16K | aaa.sql | 0 | SELECT 1 | 20 | 0 | 1.500 |"),
+            md.contains("| 16K | aaa.sql | 1 | SELECT 1 | 20 | 0 | 1.500 |"),
             "{md}"
         );
         let html = crate::html::report(&crate::own::tests::export());

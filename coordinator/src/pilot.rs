@@ -8,10 +8,8 @@ use blocklab_spec::{JobKind, JobPlan, JobState, Spec};
 
 use crate::catalog::{Catalog, CatalogError, export::export_job};
 
-/// The most recent jobs looked at for ones like the new job.
-const LOOK_BACK: usize = 30;
-
-/// The done benchmark jobs like `spec`'s, newest first, with their samples.
+/// The done benchmark jobs like `spec`'s, newest first, with their samples. Parsing the
+/// earlier specs runs off the async threads, as planning does.
 async fn earlier_like(
     catalog: &Catalog,
     spec: &Spec,
@@ -19,15 +17,26 @@ async fn earlier_like(
     let mut jobs = catalog.jobs().await?;
     jobs.retain(|j| j.state == JobState::Done && j.kind == JobKind::Benchmark);
     jobs.sort_by(|a, b| b.created_at.cmp(&a.created_at));
-    let mut out = Vec::new();
-    for j in jobs.iter().take(LOOK_BACK) {
-        if !pilot::is_like(spec, &j.spec_toml) {
-            continue;
-        }
-        out.push(export_job(catalog, &j.job_id, true).await?);
-        if out.len() >= pilot::MAX_JOBS {
-            break;
-        }
+    jobs.truncate(pilot::LOOK_BACK);
+    let candidates: Vec<(String, String)> =
+        jobs.into_iter().map(|j| (j.job_id, j.spec_toml)).collect();
+    let mine = spec.clone();
+    let like = tokio::task::spawn_blocking(move || {
+        candidates
+            .into_iter()
+            .filter(|(_, toml)| pilot::is_like(&mine, toml))
+            .map(|(id, _)| id)
+            .take(pilot::MAX_JOBS)
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_else(|e| {
+        tracing::error!(error = %e, "reading earlier jobs' specs failed: no history");
+        Vec::new()
+    });
+    let mut out = Vec::with_capacity(like.len());
+    for id in &like {
+        out.push(export_job(catalog, id, true).await?);
     }
     Ok(out)
 }
@@ -47,7 +56,14 @@ pub async fn choose_windows(catalog: &Catalog, job: JobPlan) -> Result<JobPlan, 
         return Ok(JobPlan::Benchmark { spec, plan });
     }
     let earlier = earlier_like(catalog, &spec).await?;
-    let Some(history) = pilot::history(&spec, &earlier) else {
+    let mine = spec.clone();
+    let history = tokio::task::spawn_blocking(move || pilot::history(&mine, &earlier))
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, "summing up earlier jobs failed: no history");
+            None
+        });
+    let Some(history) = history else {
         tracing::info!(
             job = %spec.name,
             window_s = spec.workload.duration.as_secs(),

@@ -24,8 +24,9 @@ use crate::stats::{self, pct_of_log};
 /// The windows a plan considers, in seconds.
 const WINDOWS: [u64; 12] = [5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600];
 
-/// The most earlier jobs a plan reads.
+/// The most earlier jobs a plan reads, out of the most recent done ones it looks at.
 pub const MAX_JOBS: usize = 5;
+pub const LOOK_BACK: usize = 30;
 
 /// What earlier runs like the planned job's measured.
 #[derive(Debug, Clone, PartialEq)]

@@ -319,6 +319,25 @@ impl Lab {
 }
 
 /// The job id `blocklab submit` prints: its first line of stdout, the id alone.
+/// A job's export through the ExportJob RPC, as the domain type (with the runs' per-second
+/// samples when asked).
+pub async fn export_job(
+    client: &mut ControlClient<Channel>,
+    job_id: &str,
+    samples: bool,
+) -> blocklab_measure::job::JobExport {
+    client
+        .export_job(blocklab_proto::v1::ExportJobRequest {
+            job_id: job_id.to_string(),
+            metric: String::new(),
+            include_samples: samples,
+        })
+        .await
+        .expect("export")
+        .into_inner()
+        .into()
+}
+
 pub fn submitted_job_id(stdout: &str) -> String {
     let id = stdout.lines().next().unwrap_or_default().trim();
     assert!(

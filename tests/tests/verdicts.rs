@@ -299,17 +299,7 @@ duration = "2s"
     // budget, as report::pilot computes it from their exports; stored in the job's plan.
     let mut earlier = Vec::new();
     for id in [&job, &first] {
-        let e: blocklab_measure::job::JobExport = client
-            .export_job(blocklab_proto::v1::ExportJobRequest {
-                job_id: id.to_string(),
-                metric: String::new(),
-                include_samples: true,
-            })
-            .await
-            .expect("export")
-            .into_inner()
-            .into();
-        earlier.push(e);
+        earlier.push(blocklab_tests::export_job(&mut client, id, true).await);
     }
     let auto = spec("auto", "0.01", 20, "budget = \"60s\"")
         .replace("duration = \"2s\"", "duration = \"auto\"");
@@ -373,22 +363,8 @@ async fn replay_looks(
     max: u32,
 ) -> Stop {
     use blocklab_report::analysis;
-    let export: blocklab_measure::job::JobExport = client
-        .export_job(blocklab_proto::v1::ExportJobRequest {
-            job_id: job.to_string(),
-            metric: String::new(),
-            include_samples: false,
-        })
-        .await
-        .expect("export")
-        .into_inner()
-        .into();
-    let rounds = export
-        .runs
-        .iter()
-        .map(|r| r.repetition + 1)
-        .max()
-        .unwrap_or(0);
+    let export = blocklab_tests::export_job(client, job, false).await;
+    let rounds = analysis::rounds_run(&export);
     assert!((min..=max).contains(&rounds), "{rounds} rounds");
     let metric = blocklab_report::stats::Metric::Tps;
     let mut stop = None;

@@ -177,18 +177,7 @@ async fn tpcc_like_job_reports_notpm_and_passes_its_consistency_checks() {
     assert_eq!(runs.matches(" NOTPM").count(), 2, "{runs}");
 
     // Plots: NOTPM against page size, the change by metric, the per-second traces.
-    let export: blocklab_measure::job::JobExport = lab
-        .client()
-        .await
-        .export_job(blocklab_proto::v1::ExportJobRequest {
-            job_id: job.clone(),
-            metric: String::new(),
-            include_samples: true,
-        })
-        .await
-        .expect("export")
-        .into_inner()
-        .into();
+    let export = blocklab_tests::export_job(&mut lab.client().await, &job, true).await;
     let charts = blocklab_report::plot::charts(&export);
     let names: Vec<&str> = charts.iter().map(|c| c.file_name.as_str()).collect();
     assert!(names.contains(&"notpm-vs-page-size.svg"), "{names:?}");

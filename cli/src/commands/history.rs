@@ -10,9 +10,6 @@ use blocklab_spec::Spec;
 
 use crate::client::{CliError, Client};
 
-/// The most recent jobs looked at for ones like the planned job.
-const LOOK_BACK: usize = 30;
-
 /// The done benchmark jobs like `spec`'s, newest first (at most [`pilot::MAX_JOBS`]), with
 /// their per-second samples.
 pub async fn earlier_like(client: &mut Client, spec: &Spec) -> Result<Vec<JobExport>, CliError> {
@@ -24,7 +21,7 @@ pub async fn earlier_like(client: &mut Client, spec: &Spec) -> Result<Vec<JobExp
     jobs.retain(|j| j.state == "done" && j.kind == "benchmark");
     jobs.sort_by(|a, b| b.created_at.cmp(&a.created_at));
     let mut out = Vec::new();
-    for j in jobs.into_iter().take(LOOK_BACK) {
+    for j in jobs.into_iter().take(pilot::LOOK_BACK) {
         let export = |samples: bool| ExportJobRequest {
             job_id: j.job_id.clone(),
             metric: String::new(),

@@ -63,12 +63,7 @@ impl Scheduler {
             return Ok(false);
         };
         let export = export_job(&self.catalog, job_id, false).await?;
-        let rounds = export
-            .runs
-            .iter()
-            .map(|r| r.repetition + 1)
-            .max()
-            .unwrap_or(0);
+        let rounds = analysis::rounds_run(&export);
         let decision = match adaptive.target_ci_pct {
             Some(target) if !adaptive.until_decided => {
                 decide(rounds, adaptive.max, target, widest_ci_pct(&export))

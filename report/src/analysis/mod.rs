@@ -92,7 +92,7 @@ pub const SEQUENTIAL_BUDGET_REACHED: &str = "sequential: undecided, budget reach
 pub const SEQUENTIAL_UNDECIDED: &str = "sequential: undecided at round";
 
 /// The rounds a job has run: the highest repetition of its runs, plus one.
-fn rounds_run(export: &JobExport) -> u32 {
+pub fn rounds_run(export: &JobExport) -> u32 {
     export
         .runs
         .iter()

@@ -435,7 +435,12 @@ pub async fn follow_job(
 /// by the sign of the change and the metric's direction; otherwise inconclusive; with fewer than
 /// 3 runs in the cell, too few runs.
 pub fn implied_verdict(c: &blocklab_proto::v1::CellResult) -> &'static str {
-    const ALPHA: f64 = 0.05;
+    implied_verdict_at(c, 0.05)
+}
+
+/// [`implied_verdict`] with the q-values compared with `alpha`: a job under `until =
+/// "decided"` judges at 0.05 over its planned looks.
+pub fn implied_verdict_at(c: &blocklab_proto::v1::CellResult, alpha: f64) -> &'static str {
     if c.is_baseline {
         return "baseline";
     }
@@ -462,7 +467,7 @@ pub fn implied_verdict(c: &blocklab_proto::v1::CellResult) -> &'static str {
     ) else {
         return "insufficient data";
     };
-    if tost_q < ALPHA {
+    if tost_q < alpha {
         let (l90, h90) = (
             c.pct_change_ci90_low.unwrap_or(f64::NAN),
             c.pct_change_ci90_high.unwrap_or(f64::NAN),
@@ -473,7 +478,7 @@ pub fn implied_verdict(c: &blocklab_proto::v1::CellResult) -> &'static str {
         );
         return "equivalent";
     }
-    if q < ALPHA && (lo > 0.0 || hi < 0.0) {
+    if q < alpha && (lo > 0.0 || hi < 0.0) {
         let up = lo > 0.0;
         return if up == c.higher_is_better {
             "faster"

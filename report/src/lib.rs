@@ -18,6 +18,7 @@ pub mod html;
 pub mod own;
 pub mod pilot;
 pub mod plot;
+pub mod race;
 pub mod render;
 pub mod scaling;
 pub mod stats;

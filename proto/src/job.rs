@@ -72,7 +72,8 @@ both_ways!(
         min_repetitions,
         max_repetitions,
         until_decided,
-        budget_seconds
+        budget_seconds,
+        race
     ],
     [],
     []
@@ -271,7 +272,26 @@ both_ways!(
         extra_rounds_cannot
     ],
     [hosts],
-    [all_runs]
+    [all_runs, race]
+);
+
+both_ways!(
+    d::RaceStanding,
+    w::RaceStanding,
+    [
+        standing,
+        dropped_round,
+        vs_best_pct,
+        vs_best_ci95_low,
+        vs_best_ci95_high,
+        vs_best_p_worse,
+        best_label,
+        rounds,
+        runs_spent,
+        full_grid_runs,
+        end
+    ],
+    []
 );
 
 both_ways!(

@@ -259,6 +259,14 @@ pub fn report(e: &JobExport) -> String {
         esc(SUSPECT_RULE),
         band = crate::analysis::Options::of(e).equivalence_pct,
     );
+    let race = render::race_text(&e.results, "");
+    if !race.is_empty() {
+        let _ = writeln!(
+            out,
+            "<h3 id=\"race\">Race</h3>\n<pre class=\"race\">{}</pre>",
+            esc(race.trim())
+        );
+    }
     let ladders = crate::scaling::ladders(&e.results);
     if !ladders.is_empty() {
         out.push_str("<h3 id=\"scaling\">Scaling over clients</h3>\n<ul class=\"scaling\">");

@@ -39,3 +39,15 @@ impl Default for Analysis {
         }
     }
 }
+
+/// How the cells of a job are searched.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Search {
+    /// Every cell runs every round (the default).
+    #[default]
+    Grid,
+    /// `search = "race"`: after the minimum of rounds, a cell significantly worse than the
+    /// best leaves; the default cell stays to the end (`blocklab_report::race`).
+    Race,
+}

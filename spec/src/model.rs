@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-pub use crate::judging::{Adaptive, Analysis};
+pub use crate::judging::{Adaptive, Analysis, Search};
 use crate::memory::MemoryPolicy;
 use crate::script::{DataInit, PgbenchOptions};
 use crate::state::WorkloadName;
@@ -186,6 +186,9 @@ pub struct Spec {
     /// Adaptive repetitions (`repetitions` is then the minimum).
     #[serde(default)]
     pub adaptive: Option<Adaptive>,
+    /// Every cell every round, or a race (plans stored before this option read as a grid).
+    #[serde(default)]
+    pub search: Search,
     #[serde(default)]
     pub analysis: Analysis,
     /// Cells of other sources at the baseline page sizes are compared with the baseline

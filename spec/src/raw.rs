@@ -15,6 +15,9 @@ pub(super) struct RawSpec {
     /// `budget = "10m"`: the measured runs' time that adaptive repetitions may spend.
     #[serde(default)]
     pub budget: Option<String>,
+    /// `search = "race"`: cells significantly worse than the best leave after each round.
+    #[serde(default)]
+    pub search: Option<String>,
     #[serde(default)]
     pub order: Option<String>,
     #[serde(default)]

@@ -320,6 +320,7 @@ fn plan_links(plan: Option<&JobPlan>, cells: &mut [ExportCell]) -> Option<Analys
             .adaptive
             .and_then(|a| a.budget)
             .map(|b| b.as_secs_f64()),
+        race: spec.search == blocklab_spec::Search::Race,
     })
 }
 

@@ -8,6 +8,9 @@
 //! those verdicts already use the sequential boundary of the job's looks
 //! (`blocklab_report::stats::sequential`), so stopping at the first decided look keeps the
 //! false positives within alpha.
+//!
+//! With `search = "race"` the race decides ([`blocklab_report::race`]): a round is added, for
+//! the cells still racing only, until the race is decided or at the maximum.
 
 use blocklab_report::{analysis, stats};
 use blocklab_spec::{Plan, Spec};
@@ -64,8 +67,10 @@ impl Scheduler {
         };
         let export = export_job(&self.catalog, job_id, false).await?;
         let rounds = analysis::rounds_run(&export);
-        let decision = match adaptive.target_ci_pct {
-            Some(target) if !adaptive.until_decided => {
+        let race = race(&export);
+        let decision = match (&race, adaptive.target_ci_pct) {
+            (Some(race), _) => decide_race(rounds, adaptive.max, race),
+            (None, Some(target)) if !adaptive.until_decided => {
                 decide(rounds, adaptive.max, target, widest_ci_pct(&export))
             }
             _ => decide_sequential(rounds, adaptive.max, undecided_cells(&export)),
@@ -82,7 +87,15 @@ impl Scheduler {
             .map(|r| r.sequence + 1)
             .max()
             .unwrap_or(0);
-        let runs = spec.more_rounds(plan, round..round + 1, next_sequence);
+        let mut runs = spec.more_rounds(plan, round..round + 1, next_sequence);
+        if let Some(race) = &race {
+            // Only the cells still racing run the round, in the round's order.
+            let racing = race.racing();
+            runs.retain(|r| racing.contains(&r.cell_index));
+            for (i, r) in runs.iter_mut().enumerate() {
+                r.sequence = next_sequence + u32::try_from(i).unwrap_or(u32::MAX);
+            }
+        }
         self.catalog.append_runs(job_id, &runs).await?;
         self.changed(job_id);
         Ok(true)
@@ -127,6 +140,27 @@ fn undecided_cells(export: &blocklab_measure::job::JobExport) -> usize {
         .filter(|c| !c.is_baseline && c.baseline_cell_index.is_some())
         .filter(|c| !stats::sequential::is_decided(&c.verdict))
         .count()
+}
+
+/// The job's race on its headline metric; `None` unless it races.
+fn race(export: &blocklab_measure::job::JobExport) -> Option<blocklab_report::race::Race> {
+    let metric = blocklab_report::resolve("", export).ok()?;
+    analysis::race::job_race(export, &metric)
+}
+
+/// `search = "race"`: whether to add round number `rounds` (0-based) for the cells still
+/// racing.
+pub(crate) fn decide_race(rounds: u32, max: u32, race: &blocklab_report::race::Race) -> Decision {
+    use blocklab_report::race::End;
+    let racing = race.racing().len();
+    match race.end {
+        End::Decided { .. } => Decision::Decided { rounds },
+        End::MaxReached { .. } => Decision::UndecidedAtMax {
+            rounds,
+            undecided: racing,
+        },
+        End::Running => decide_sequential(rounds, max, racing),
+    }
 }
 
 /// `until = "decided"`: whether to add round number `rounds` (0-based) given the compared

@@ -47,6 +47,8 @@ pub struct AnalysisOptions {
     pub until_decided: bool,
     /// `budget = "10m"`: the measured runs' time adaptive repetitions may spend, in seconds.
     pub budget_seconds: Option<f64>,
+    /// `search = "race"`: cells significantly worse than the best left after each round.
+    pub race: bool,
 }
 
 /// One cell of the job's matrix.

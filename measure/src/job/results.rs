@@ -91,6 +91,32 @@ pub struct CellResult {
     /// An inconclusive comparison that not even the job's maximum of rounds (or 1000) would
     /// make fit inside the band.
     pub extra_rounds_cannot: bool,
+    /// `search = "race"`: where the cell stands in the race (on the job's headline metric).
+    pub race: Option<RaceStanding>,
+}
+
+/// A cell's standing in its job's race.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RaceStanding {
+    /// "best", "in the best set", "racing", "default, beaten", "dropped at round N" or
+    /// "no runs by round N".
+    pub standing: String,
+    /// The round at whose look it left the race.
+    pub dropped_round: Option<u32>,
+    /// Its change against the best at the last look it took part in, with the 95% CI, in %,
+    /// and the one-sided p-value of "worse than the best" (none for the best).
+    pub vs_best_pct: Option<f64>,
+    pub vs_best_ci95_low: Option<f64>,
+    pub vs_best_ci95_high: Option<f64>,
+    pub vs_best_p_worse: Option<f64>,
+    /// The best cell's label at that look.
+    pub best_label: String,
+    /// The race's rounds, its measured runs and what a full grid of those rounds would take.
+    pub rounds: u32,
+    pub runs_spent: u32,
+    pub full_grid_runs: u32,
+    /// "running", "decided at round N" or "max repetitions reached (N)".
+    pub end: String,
 }
 
 /// A cell's statistics over a set of runs.

@@ -16,6 +16,7 @@ mod baseline;
 pub mod budget;
 mod cell;
 mod family;
+pub mod race;
 
 pub use baseline::NO_LIKE_CELL;
 use baseline::Pair;
@@ -35,6 +36,8 @@ pub struct Options {
     /// `until = "decided"`: the verdicts use the sequential boundary ([`Options::alpha`]).
     pub until_decided: bool,
     pub min_repetitions: u32,
+    /// `search = "race"`: the job's cells race ([`crate::race`]).
+    pub race: bool,
 }
 
 /// Whether a recorded run order (`interleaved`, `sequential`, `shuffled(seed=N)`,
@@ -59,6 +62,7 @@ impl Options {
             rounds_are_blocks: rounds_are_blocks(&export.run_order),
             until_decided: a.until_decided,
             min_repetitions: a.min_repetitions,
+            race: a.race,
         }
     }
 
@@ -230,6 +234,9 @@ fn analyse(
     let base_cells = base.map_or(&treat.cells, |b| &b.cells);
     let rounds = rounds_run(treat);
     let budget = budget::look(treat);
+    // The race is judged on the headline metric, within one job.
+    let headline = crate::resolve("", treat).ok().filter(|_| base.is_none());
+    let race = headline.as_ref().and_then(|m| race::job_race(treat, m));
     metrics
         .iter()
         .enumerate()
@@ -266,6 +273,15 @@ fn analyse(
                         r.is_baseline = false;
                     }
                     r.target_status = target_status(&o, &r, rounds, budget);
+                    if let Some(race) = race
+                        .as_ref()
+                        .filter(|_| headline.as_ref().is_some_and(|h| h.name() == metric.name()))
+                    {
+                        r.race = race::standing(treat, race, ec.cell_index);
+                        if let Some(s) = &r.race {
+                            r.target_status = race::status(s);
+                        }
+                    }
                     r
                 })
                 .collect()

@@ -131,5 +131,6 @@ fn compare_matches_on_dimensions_that_vary_inside_a_job() {
 }
 
 mod family;
+mod race;
 mod rounds;
 mod sequential;

@@ -31,6 +31,9 @@ fn color(verdict: &str) -> &'static str {
         "faster" => "#1a7f37",
         "slower" => "#b42318",
         "equivalent" => "#1f77b4",
+        // A race's looks: the best, and the cells that left greyed.
+        "best" => "#1a7f37",
+        "dropped" => "#bbbbbb",
         _ => "#555555",
     }
 }

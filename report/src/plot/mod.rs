@@ -13,6 +13,7 @@ use crate::stats::Metric;
 mod forest;
 mod metrics;
 mod probe;
+mod race;
 mod scaling;
 mod svg;
 
@@ -255,12 +256,13 @@ pub fn trace_charts(export: &JobExport) -> Vec<Chart> {
     charts
 }
 
-/// The metric chart (if there are results), the metric by clients per page size (if the job
-/// has a client ladder), the change of every workload metric (if the job has any), then the
+/// The metric chart (if there are results), the race (if the job races), the metric by
+/// clients per page size (if the job has a client ladder), the change of every workload metric (if the job has any), then the
 /// traces.
 pub fn charts(export: &JobExport) -> Vec<Chart> {
     metric_chart(export)
         .into_iter()
+        .chain(race::race_chart(export))
         .chain(scaling_charts(&export.results))
         .chain(metrics::change_chart(export))
         .chain(trace_charts(export))

@@ -83,15 +83,15 @@ pub fn fit(
     };
     let mut xtx = vec![vec![0.0; p]; p];
     let mut xty = vec![0.0; p];
-    for i in 0..n {
+    for (i, yi) in y.iter().enumerate() {
         let x = row(i);
-        for a in 0..p {
-            if x[a] == 0.0 {
+        for (a, &xa) in x.iter().enumerate() {
+            if xa == 0.0 {
                 continue;
             }
-            xty[a] += x[a] * y[i];
-            for b in 0..p {
-                xtx[a][b] += x[a] * x[b];
+            xty[a] += xa * yi;
+            for (b, &xb) in x.iter().enumerate() {
+                xtx[a][b] += xa * xb;
             }
         }
     }

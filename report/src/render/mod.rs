@@ -9,6 +9,8 @@ use crate::stats::Metric;
 mod data;
 mod metrics;
 mod own;
+mod race;
+pub use race::{race_json, race_text};
 mod scaling;
 mod table;
 
@@ -221,6 +223,9 @@ pub fn render_results(r: &QueryResults, format: Format) -> String {
     if let Some(s) = scaling_json(&r.cells) {
         head["scaling"] = s;
     }
+    if let Some(race) = race::race_json(&r.cells) {
+        head["race"] = race;
+    }
     let headline = r
         .cells
         .first()
@@ -241,6 +246,7 @@ pub fn render_results(r: &QueryResults, format: Format) -> String {
         Format::Table => {
             let body = render(&r.cells, format, false, head, &[], "");
             body + &host_warnings(r, "")
+                + &race::race_text(&r.cells, "")
                 + &scaling_text(&r.cells, "")
                 + &metrics::metric_table(
                     &r.by_metric,
@@ -252,6 +258,7 @@ pub fn render_results(r: &QueryResults, format: Format) -> String {
         Format::Markdown => {
             let mut body = render(&r.cells, format, false, head, &[], "");
             body.push_str(&host_warnings(r, "- "));
+            body.push_str(&race::race_text(&r.cells, "- "));
             body.push_str(&scaling_text(&r.cells, "- "));
             if !r.by_metric.is_empty() {
                 let (h, rows) = metrics::metric_rows(&r.by_metric);

@@ -8,6 +8,7 @@ mod field;
 mod matrix;
 mod order;
 mod pgbench;
+mod search;
 mod settings;
 mod source;
 mod workload;
@@ -80,7 +81,16 @@ fn validate(raw: RawSpec, files: &Files) -> Result<Spec, SpecError> {
     }
     let most = adaptive.map_or(repetitions, |a| a.max);
     matrix::check_run_count(&raw.matrix, &axes, variants, most)?;
-    Ok(Spec {
+    let search = search::search(search::Parts {
+        search: raw.search.as_deref(),
+        matrix: &raw.matrix,
+        sources: sources.len(),
+        workload_variants: raw.workload_variants.len(),
+        adaptive: adaptive.as_ref(),
+        order,
+    })?;
+    let spec = Spec {
+        search,
         name: raw.name,
         repetitions,
         adaptive,
@@ -116,7 +126,9 @@ fn validate(raw: RawSpec, files: &Files) -> Result<Spec, SpecError> {
         host_wait,
         db_hosts,
         same_hardware: raw.placement.same_hardware.unwrap_or(true),
-    })
+    };
+    search::enough_cells(&spec)?;
+    Ok(spec)
 }
 
 /// `placement.db_hosts`: 1 to 16; with more than one, a fixed number of repetitions that

@@ -1,0 +1,122 @@
+//! A `search = "race"` job's race from its export ([`crate::race`]): each cell's runs of the
+//! headline metric as an entrant, the baseline cell as the default, the job's rounds and band
+//! as the rule; and each cell's standing as the results carry it.
+
+use blocklab_measure::job::{JobExport, RaceStanding};
+use blocklab_spec::RunState;
+
+use super::Options;
+use super::cell::{metric_value, runs};
+use crate::race::{self, End, Entrant, Race, Rule, Standing};
+use crate::stats::Metric;
+
+/// The rounds every run of which has ended: the first round with a run still queued, running
+/// or lost, or every round.
+pub fn complete_rounds(export: &JobExport) -> u32 {
+    export
+        .runs
+        .iter()
+        .filter(|r| !r.state.parse().is_ok_and(RunState::is_finished))
+        .map(|r| r.repetition)
+        .min()
+        .unwrap_or_else(|| super::rounds_run(export))
+}
+
+/// The race of a job on `metric` (its headline); `None` unless the job races.
+pub fn job_race(export: &JobExport, metric: &Metric) -> Option<Race> {
+    let o = Options::of(export);
+    if !o.race {
+        return None;
+    }
+    let entrants: Vec<Entrant> = export
+        .cells
+        .iter()
+        .map(|c| {
+            let r = runs(export, c.cell_index, o.exclude_suspect);
+            Entrant {
+                cell: c.cell_index,
+                is_default: c.is_baseline,
+                runs: r
+                    .rounds
+                    .iter()
+                    .zip(&r.used)
+                    .map(|(round, m)| (*round, metric_value(m, metric)))
+                    .filter(|(_, v)| v.is_finite())
+                    .collect(),
+            }
+        })
+        .collect();
+    let rule = Rule {
+        min_rounds: o.min_repetitions,
+        max_rounds: o.max_repetitions,
+        band_pct: o.equivalence_pct,
+        higher_is_better: metric.higher_is_better(),
+    };
+    Some(race::race(&entrants, complete_rounds(export), &rule))
+}
+
+/// How the race ends (or that it runs), as the results name it.
+pub fn end_text(export: &JobExport, race: &Race) -> String {
+    match race.end {
+        End::Decided { round } => format!("decided at round {round}"),
+        End::MaxReached { round } => format!("max repetitions reached ({round})"),
+        End::Running => match super::budget::look(export).filter(|b| !b.round_fits()) {
+            Some(b) => format!(
+                "budget reached ({} rounds, {:.0}s of {:.0}s)",
+                race.rounds, b.spent_seconds, b.budget_seconds
+            ),
+            None => "running".into(),
+        },
+    }
+}
+
+/// A cell's standing as the results carry it.
+pub(super) fn standing(export: &JobExport, race: &Race, cell_index: u32) -> Option<RaceStanding> {
+    let c = race.of(cell_index)?;
+    let label = |cell: u32| {
+        export
+            .cells
+            .iter()
+            .find(|c| c.cell_index == cell)
+            .map(|c| c.label.clone())
+            .unwrap_or_default()
+    };
+    // The best the cell was last compared with: at its drop, or the last look's.
+    let best = match c.standing {
+        Standing::Dropped { round } => race.looks.iter().find(|l| l.round == round),
+        _ => race.looks.last(),
+    }
+    .map(|l| l.best);
+    Some(RaceStanding {
+        standing: c.standing.to_string(),
+        dropped_round: match c.standing {
+            Standing::Dropped { round } => Some(round),
+            _ => None,
+        },
+        vs_best_pct: c.vs_best.map(|v| v.pct),
+        vs_best_ci95_low: c.vs_best.map(|v| v.ci95.0),
+        vs_best_ci95_high: c.vs_best.map(|v| v.ci95.1),
+        vs_best_p_worse: c.vs_best.map(|v| v.p_worse),
+        best_label: best.map(label).unwrap_or_default(),
+        rounds: race.rounds,
+        runs_spent: race.runs_spent,
+        full_grid_runs: race.full_grid_runs,
+        end: end_text(export, race),
+    })
+}
+
+/// The standing as one line of the results' status column: "race: dropped at round 3,
+/// -41.2% [-45.0%, -37.1%] vs 16K/8K c4".
+pub(super) fn status(s: &RaceStanding) -> String {
+    let vs = match (s.vs_best_pct, s.vs_best_ci95_low, s.vs_best_ci95_high) {
+        (Some(p), Some(l), Some(h)) => format!(
+            ", {} [{}, {}] vs {}",
+            crate::format::pct(p),
+            crate::format::pct(l),
+            crate::format::pct(h),
+            s.best_label
+        ),
+        _ => String::new(),
+    };
+    format!("race: {}{vs}", s.standing)
+}

@@ -1,0 +1,143 @@
+//! A racing job's race in text and JSON: how it ended, the best set, each dropped cell with
+//! the round it left and its change against the best, the best against the default, and the
+//! runs spent against a full grid of the same rounds.
+
+use blocklab_measure::job::CellResult;
+use serde_json::{Value, json};
+
+use crate::format::{cell_metric, num, p_value, pct};
+
+fn interval(low: Option<f64>, high: Option<f64>) -> String {
+    match (low, high) {
+        (Some(l), Some(h)) => format!(" [{}, {}]", pct(l), pct(h)),
+        _ => String::new(),
+    }
+}
+
+/// The race's lines after `bullet` (empty unless the cells raced).
+pub fn race_text(cells: &[CellResult], bullet: &str) -> String {
+    let raced: Vec<&CellResult> = cells.iter().filter(|c| c.race.is_some()).collect();
+    let Some(first) = raced.first().and_then(|c| c.race.as_ref()) else {
+        return String::new();
+    };
+    let indent = if bullet.is_empty() { "  " } else { bullet };
+    let metric = cell_metric(raced[0]);
+    let mut out = format!(
+        "\nrace on {} ({} better): {}\n",
+        raced[0].metric,
+        if raced[0].higher_is_better {
+            "higher"
+        } else {
+            "lower"
+        },
+        first.end
+    );
+    fn standing<'a>(c: &&'a CellResult) -> &'a str {
+        c.race.as_ref().map_or("", |r| r.standing.as_str())
+    }
+    if let Some(best) = raced.iter().find(|c| standing(c) == "best") {
+        out.push_str(&format!(
+            "{indent}best: {} ({} {})\n",
+            best.label,
+            num(&metric, best.mean),
+            best.unit
+        ));
+    }
+    let set: Vec<String> = raced
+        .iter()
+        .filter(|c| standing(c) == "in the best set")
+        .map(|c| {
+            let r = c.race.as_ref().expect("raced");
+            format!(
+                "{} {}{}",
+                c.label,
+                r.vs_best_pct.map(pct).unwrap_or_default(),
+                interval(r.vs_best_ci95_low, r.vs_best_ci95_high)
+            )
+        })
+        .collect();
+    if !set.is_empty() {
+        out.push_str(&format!(
+            "{indent}equivalent to the best (within ±{}%): {}\n",
+            raced[0].equivalence_pct,
+            set.join("; ")
+        ));
+    }
+    for c in &raced {
+        let r = c.race.as_ref().expect("raced");
+        if matches!(r.standing.as_str(), "best" | "in the best set") {
+            continue;
+        }
+        out.push_str(&format!(
+            "{indent}{}: {}, {}{} vs {}{}\n",
+            c.label,
+            r.standing,
+            r.vs_best_pct.map(pct).unwrap_or_default(),
+            interval(r.vs_best_ci95_low, r.vs_best_ci95_high),
+            r.best_label,
+            r.vs_best_p_worse
+                .map(|p| format!(" (p worse {})", p_value(p)))
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(best) = raced
+        .iter()
+        .find(|c| standing(c) == "best" && !c.is_baseline)
+    {
+        out.push_str(&format!(
+            "{indent}best against the default ({}): {}{}, {}{}\n",
+            best.baseline_label,
+            best.pct_change_vs_baseline.map(pct).unwrap_or_default(),
+            interval(best.pct_change_ci95_low, best.pct_change_ci95_high),
+            best.verdict,
+            best.q_value
+                .map(|q| format!(" (q {})", p_value(q)))
+                .unwrap_or_default()
+        ));
+    } else if raced.iter().any(|c| standing(c) == "best" && c.is_baseline) {
+        out.push_str(&format!("{indent}the default is the best\n"));
+    }
+    let share = if first.full_grid_runs > 0 {
+        format!(
+            " ({:.0}%)",
+            100.0 * f64::from(first.runs_spent) / f64::from(first.full_grid_runs)
+        )
+    } else {
+        String::new()
+    };
+    out.push_str(&format!(
+        "{indent}runs: {} of the {} a full grid of {} rounds takes{share}\n",
+        first.runs_spent, first.full_grid_runs, first.rounds
+    ));
+    out
+}
+
+/// The race in the results' JSON: its end, rounds and runs, and each cell's standing.
+pub fn race_json(cells: &[CellResult]) -> Option<Value> {
+    let first = cells.iter().find_map(|c| c.race.as_ref())?;
+    let standings: Vec<Value> = cells
+        .iter()
+        .filter_map(|c| {
+            let r = c.race.as_ref()?;
+            Some(json!({
+                "cell_index": c.cell_index,
+                "label": c.label,
+                "is_default": c.is_baseline,
+                "standing": r.standing,
+                "dropped_round": r.dropped_round,
+                "vs_best_pct": r.vs_best_pct,
+                "vs_best_ci95": [r.vs_best_ci95_low, r.vs_best_ci95_high],
+                "vs_best_p_worse": r.vs_best_p_worse,
+                "best": r.best_label,
+            }))
+        })
+        .collect();
+    Some(json!({
+        "metric": cells[0].metric,
+        "end": first.end,
+        "rounds": first.rounds,
+        "runs_spent": first.runs_spent,
+        "full_grid_runs": first.full_grid_runs,
+        "cells": standings,
+    }))
+}

@@ -96,6 +96,7 @@ duration = "2s"
     }
     let text =
         blocklab_report::render::render_results(&r.into(), blocklab_report::render::Format::Table);
+    eprintln!("{text}");
     assert!(text.contains("race on tps (higher better): "), "{text}");
     assert!(text.contains(&format!("  best: {best} (")), "{text}");
     let spent = race.runs_spent;

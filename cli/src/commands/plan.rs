@@ -127,6 +127,21 @@ pub fn render_plan(spec: &Spec, plan: &Plan) -> String {
             0
         }
     );
+    if spec.search == blocklab_spec::Search::Race
+        && let Some(a) = spec.adaptive
+    {
+        let cells = plan.cells.len() as u32;
+        let _ = writeln!(
+            out,
+            "race: every cell runs {min} rounds ({} runs); after each round from {min} to {max}, a cell significantly worse than the best (at {:.4} per look over {} looks, shared among the cells compared) leaves, the default stays; at most {} runs, fewer as cells leave",
+            cells * spec.repetitions,
+            blocklab_report::stats::sequential::look_alpha(spec.repetitions, a.max),
+            blocklab_report::stats::sequential::looks(spec.repetitions, a.max),
+            cells * a.max,
+            min = spec.repetitions,
+            max = a.max,
+        );
+    }
     let _ = writeln!(out, "workload: {}", spec.workload.describe());
     out.push_str(&resolution_lines(spec, plan));
     let mut cells = table(&[

@@ -13,6 +13,7 @@ use crate::stats::{Metric, StatsError};
 pub mod analysis;
 pub mod calibration;
 pub mod format;
+pub mod headline;
 pub mod held;
 pub mod html;
 pub mod own;

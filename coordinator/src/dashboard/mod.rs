@@ -24,6 +24,7 @@ use crate::fleet::Registry;
 
 pub mod auth;
 pub mod history;
+pub mod jobs;
 mod pages;
 pub mod tls;
 
@@ -34,6 +35,7 @@ pub struct Dashboard {
     pub registry: Arc<Registry>,
     pub catalog_path: String,
     gate: Arc<auth::Gate>,
+    headlines: Arc<jobs::Headlines>,
 }
 
 impl Dashboard {
@@ -48,6 +50,7 @@ impl Dashboard {
             registry,
             catalog_path,
             gate: auth::Gate::new(TokenCheck::api(api_tokens), auth::SESSION_TTL),
+            headlines: Arc::default(),
         }
     }
 
@@ -63,6 +66,7 @@ impl Dashboard {
         let state = Arc::new(self);
         axum::Router::new()
             .route("/", get(index))
+            .route("/jobs.json", get(jobs_json))
             .route("/jobs/{job_id}", get(job))
             .route("/history", get(history_index))
             .route("/history/{metric}", get(history_page))
@@ -135,7 +139,25 @@ async fn index(State(d): State<Arc<Dashboard>>) -> Response {
         .iter()
         .map(|h| d.registry.get(&h.host_id).is_some())
         .collect();
-    Html(pages::index(&hosts, &up, &jobs, &d.catalog_path)).into_response()
+    let lines = d.headlines.lines(&d.catalog, &jobs).await;
+    Html(pages::index(&hosts, &up, &jobs, &lines, &d.catalog_path)).into_response()
+}
+
+/// `/jobs.json`: every job's state, progress and headline, for the index page's script.
+async fn jobs_json(State(d): State<Arc<Dashboard>>) -> Response {
+    match d.catalog.jobs().await {
+        Ok(jobs) => {
+            let lines = d.headlines.lines(&d.catalog, &jobs).await;
+            match serde_json::to_string(&lines) {
+                Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+                Err(e) => {
+                    tracing::error!(error = %e, "dashboard: job lines not serialized");
+                    error_page(StatusCode::INTERNAL_SERVER_ERROR, "job lines not serialized")
+                }
+            }
+        }
+        Err(e) => service_error(&e),
+    }
 }
 
 /// The most points a run's trace has on the job page, and the fewest the budget below gives.

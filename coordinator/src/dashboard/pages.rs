@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use axum::http::StatusCode;
 use blocklab_measure::job::{Comparison, JobExport, JobSummary};
 
+use super::jobs::JobLine;
 use crate::catalog::{HostRecord, JobRecord};
 use blocklab_report::html::{STYLE, fact_rows, strings, table};
 use blocklab_report::plot::esc;
@@ -54,11 +55,19 @@ pub fn login(message: Option<&str>) -> String {
     out
 }
 
-/// `/`: hosts (up/down, facts) and jobs (state, runs), newest job first as the catalog lists.
-pub fn index(hosts: &[HostRecord], up: &[bool], jobs: &[JobRecord], catalog_path: &str) -> String {
+/// `/`: hosts (up/down, facts) and jobs (state, runs, the headline comparison), newest job
+/// first as the catalog lists them; while a job runs, a script updates the rows in place
+/// from `/jobs.json` ([`super::jobs`]).
+pub fn index(
+    hosts: &[HostRecord],
+    up: &[bool],
+    jobs: &[JobRecord],
+    lines: &[JobLine],
+    catalog_path: &str,
+) -> String {
     let mut out = String::new();
     let active = jobs.iter().any(|j| !j.state.is_finished());
-    head(&mut out, "blocklab dashboard", active);
+    head(&mut out, "blocklab dashboard", false);
     let _ = writeln!(
         out,
         "<h1>blocklab dashboard</h1><p class=\"note\">catalog {}; read-only</p>",
@@ -89,35 +98,28 @@ pub fn index(hosts: &[HostRecord], up: &[bool], jobs: &[JobRecord], catalog_path
     }
     out.push_str("</tbody></table>\n");
     let _ = writeln!(out, "<h2 id=\"jobs\">Jobs ({})</h2>", jobs.len());
-    out.push_str("<table class=\"jobs\"><thead><tr><th>job</th><th>id</th><th>state</th><th>runs done / total / failed</th><th>database host</th><th>created</th><th>error</th></tr></thead><tbody>");
-    for j in jobs {
+    out.push_str("<table class=\"jobs\"><thead><tr><th>job</th><th>id</th><th>state</th><th>runs done / total / failed</th><th>headline comparison</th><th>database host</th><th>created</th><th>error</th></tr></thead><tbody>");
+    for (j, l) in jobs.iter().zip(lines) {
         let _ = write!(
             out,
-            "<tr data-job=\"{id}\" data-state=\"{state}\"><td><a class=\"job\" href=\"/jobs/{id}\">{}</a></td><td>{id}</td><td>{state}{waiting}</td><td>{} / {} / {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr data-job=\"{id}\" data-state=\"{state}\"><td><a class=\"job\" href=\"/jobs/{id}\">{}</a></td><td>{id}</td><td><span class=\"state-name\">{state}</span><br><small class=\"waiting\">{}</small><br><small class=\"build-progress\">{}</small></td><td class=\"runs\">{}</td><td class=\"headline\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&j.name),
-            j.runs_done,
-            j.runs_total,
-            j.runs_failed,
+            esc(&l.waiting),
+            esc(&l.build),
+            esc(&l.runs),
+            esc(&l.headline),
             esc(j.db_host_id.as_deref().unwrap_or("")),
             esc(&j.created_at),
             esc(j.error.as_deref().unwrap_or("")),
             id = esc(&j.job_id),
             state = esc(j.state.as_str()),
-            waiting = j
-                .waiting
-                .as_deref()
-                .map(|w| format!("<br><small class=\"waiting\">{}</small>", esc(w)))
-                .into_iter()
-                .chain(j.build_progress.as_ref().map(|b| {
-                    format!(
-                        "<br><small class=\"build-progress\">{}</small>",
-                        esc(&b.to_string())
-                    )
-                }))
-                .collect::<String>(),
         );
     }
-    out.push_str("</tbody></table>\n</body></html>\n");
+    out.push_str("</tbody></table>\n");
+    if active {
+        out.push_str(super::jobs::SCRIPT);
+    }
+    out.push_str("</body></html>\n");
     out
 }
 

@@ -17,7 +17,7 @@ use blocklab_daemon::security::{ApiToken, Scope, Secret};
 const CHROMIUM: &str = "/usr/bin/chromium";
 const TOKEN: &str = "dashboard-test-token-0123456789";
 
-async fn start(f: &fixture::Fixture, tokens: &[ApiToken]) -> SocketAddr {
+pub(super) async fn start(f: &fixture::Fixture, tokens: &[ApiToken]) -> SocketAddr {
     let registry = Registry::new(Liveness {
         heartbeat_interval: Duration::from_secs(2),
         heartbeat_timeout: Duration::from_secs(10),
@@ -73,7 +73,7 @@ async fn screenshot(profile: &Path, url: &str, name: &str, height: u32) {
 }
 
 /// Runs headless Chromium with `extra` arguments on `url`; returns its stdout.
-async fn chromium(profile: &Path, extra: &[&str], url: &str) -> String {
+pub(super) async fn chromium(profile: &Path, extra: &[&str], url: &str) -> String {
     assert!(
         Path::new(CHROMIUM).exists(),
         "{CHROMIUM} is missing: the dashboard test needs headless Chromium; deploy/setup.sh installs it (Debian package `chromium`)"
@@ -264,7 +264,7 @@ async fn chromium_shows_the_history_and_a_ladders_knee() {
 }
 
 /// One HTTP/1.0 request; returns the head and the body.
-async fn http(
+pub(super) async fn http(
     addr: SocketAddr,
     method: &str,
     path: &str,

@@ -6,6 +6,7 @@ mod dashboard;
 mod fixture;
 mod grpc;
 mod ladder;
+mod live;
 mod views;
 
 use blocklab_coordinator::results;

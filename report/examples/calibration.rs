@@ -7,7 +7,8 @@
 //! interleaved run order, so each comparison is estimated within rounds (else Welch's);
 //! `sequential`: `until = "decided"` from 3 rounds to a maximum of 5 to 20, within rounds;
 //! `disturbed`: one run in ten has four times the CV (heavy tails); `demo`: the demo's design
-//! (2 cells, interleaved, all columns) as an A/A job, at fixed n and under `until = "decided"`.
+//! (2 cells, interleaved, all columns) as an A/A job, at fixed n and under `until = "decided"`;
+//! `race`: `search = "race"` over the 42-cell page-size grid (`bench/race-calibration.sh`).
 
 use blocklab_report::calibration::{self, Scenario};
 
@@ -23,6 +24,10 @@ fn main() {
     };
     if rest.iter().any(|a| a == "demo") {
         demo(jobs, drift, disturbed);
+        return;
+    }
+    if rest.iter().any(|a| a == "race") {
+        race(jobs, drift);
         return;
     }
     if rest.iter().any(|a| a == "sequential") {
@@ -177,6 +182,76 @@ fn demo(jobs: u32, drift: f64, disturbed: f64) {
                 pct(t.decided_rate()),
                 t.mean_rounds(),
             );
+        }
+    }
+}
+
+/// The race's table: the gallery grid (6 data × 7 WAL page sizes), an A/A grid (every cell
+/// equal) and the grid with the default the true best, at min 3 rounds, max 10 and 20, a band
+/// of 2% and 5%, per-run CV 1–5%.
+fn race(races: u32, drift: f64) {
+    use calibration::RaceScenario;
+    println!(
+        "races: {races} per row; grid: 6 data (1K..32K) x 7 WAL (1K..64K) page sizes = 42 cells, \
+         default 8K/8K; per-round drift step sd {drift}%; min 3 rounds; seeded"
+    );
+    println!(
+        "gallery: the measured effects (best 8K/16K WAL +0.9%); a/a: every cell equal; \
+         default best: the WAL sizes ahead of 8K turned around"
+    );
+    println!(
+        "holds best: a cell within the band of the true best still racing at the end (strict: \
+         the true best itself); runs: measured / the full grid's at the rounds run (and at max)"
+    );
+    println!();
+    println!(
+        "| grid | max | band | CV | holds best (band) | holds true best | runs / full grid | runs / full grid at max | mean runs | mean rounds | racing at end | decided before max | default beaten | default decided | any dropped |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+    let grids: [(&str, Vec<f64>, &[f64]); 3] = [
+        (
+            "gallery",
+            calibration::gallery_effects(),
+            &[1.0, 2.0, 3.0, 5.0],
+        ),
+        ("a/a", vec![0.0; 42], &[1.0, 3.0]),
+        (
+            "default best",
+            calibration::default_best_effects(),
+            &[1.0, 3.0],
+        ),
+    ];
+    for (k, (name, effects, cvs)) in grids.iter().enumerate() {
+        for max in [10, 20] {
+            for band in [2.0, 5.0] {
+                for &cv in *cvs {
+                    let s = RaceScenario {
+                        effects_pct: effects.clone(),
+                        ..RaceScenario::gallery(cv, drift, max, band)
+                    };
+                    let seed = 0x7ace_0000
+                        + k as u64 * 10_000
+                        + u64::from(max) * 100
+                        + band as u64 * 10
+                        + cv as u64;
+                    let t = calibration::run_races(&s, races, seed);
+                    println!(
+                        "| {name} | {max} | {band:.0}% | {cv:.0}% | {} | {} | {} | {} | {:.0} | {:.1} | {:.1} | {} | {} | {} | {} |",
+                        pct(t.p_holds_best()),
+                        pct(t.p_holds_true_best()),
+                        pct(t.runs_ratio()),
+                        pct(t.runs_ratio_max()),
+                        t.mean_runs(),
+                        t.mean_rounds(),
+                        t.mean_racing_at_end(),
+                        pct(t.p_decided_before_max()),
+                        pct(t.p_default_beaten()),
+                        pct(t.p_default_decided()),
+                        pct(t.p_any_dropped()),
+                    );
+                }
+            }
         }
     }
 }

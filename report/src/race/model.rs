@@ -83,13 +83,13 @@ pub fn fit(
     };
     let mut xtx = vec![vec![0.0; p]; p];
     let mut xty = vec![0.0; p];
-    for i in 0..n {
+    for (i, yi) in y.iter().enumerate() {
         let x = row(i);
         for a in 0..p {
             if x[a] == 0.0 {
                 continue;
             }
-            xty[a] += x[a] * y[i];
+            xty[a] += x[a] * yi;
             for b in 0..p {
                 xtx[a][b] += x[a] * x[b];
             }

@@ -27,16 +27,20 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * b.abs().max(1e-12)
 }
 
+/// A design (the run left out), the residual df and variance, and contrasts `(a, b, estimate,
+/// se)`.
+type Case = (
+    Option<(usize, usize)>,
+    f64,
+    f64,
+    [(usize, usize, f64, f64); 4],
+);
+
 /// Pinned to statsmodels 0.14: `ols("ly ~ C(cell) + C(round)").fit().t_test(L)` with `L` the
 /// contrast of two cells' coefficients; `df_resid` and `scale` of the same fit.
 #[test]
 fn the_pooled_model_matches_statsmodels() {
-    let cases: [(
-        Option<(usize, usize)>,
-        f64,
-        f64,
-        [(usize, usize, f64, f64); 4],
-    ); 2] = [
+    let cases: [Case; 2] = [
         (
             None,
             9.0,

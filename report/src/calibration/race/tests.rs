@@ -93,14 +93,47 @@ fn the_tally_counts_what_the_races_did() {
 }
 
 #[test]
-fn an_a_a_grid_drops_nothing_but_by_chance() {
+fn an_a_a_grid_keeps_a_best_and_all_pairs_drops_next_to_nothing() {
     let s = RaceScenario {
         effects_pct: vec![0.0; 12],
         ..tiny(2.0, 8)
     };
+    // Every cell is a true best: some stay, whichever the race drops.
     let t = run_races(&s, 40, 11);
-    assert!(t.p_any_dropped() <= 0.1, "{t:?}");
-    assert_eq!(t.holds_best, t.races);
+    assert_eq!((t.holds_best, t.holds_true_best), (40, 40));
+    assert!(t.default_in_band);
+    // The level over every pair of racing cells drops a cell of an A/A grid by chance alone.
+    let pairs = Variant {
+        all_pairs: true,
+        ..Variant::default()
+    };
+    let v = run_races_variant(&s, 40, 11, pairs);
+    assert!(
+        v.any_dropped <= 2 && v.any_dropped <= t.any_dropped,
+        "{v:?} {t:?}"
+    );
+}
+
+#[test]
+fn the_default_beyond_the_band_is_beaten_and_within_it_is_not() {
+    let beyond = Variant {
+        default_beyond_band: true,
+        ..Variant::default()
+    };
+    // The default 0.5% behind the best, in a ±2% band: never beaten beyond the band.
+    let s = tiny(1.0, 10);
+    let v = run_races_variant(&s, 30, 3, beyond);
+    assert_eq!(v.default_beaten, 0, "{v:?}");
+    assert!(v.default_beaten <= run_races(&s, 30, 3).default_beaten);
+    // The default 20% behind: beaten at the first look, as the race has it.
+    let s = RaceScenario {
+        default: 3,
+        ..tiny(1.0, 10)
+    };
+    assert!(!s.within_band_of_best(3));
+    let v = run_races_variant(&s, 30, 3, beyond);
+    assert_eq!(v.default_beaten, 30);
+    assert_eq!(v, run_races(&s, 30, 3));
 }
 
 #[test]

@@ -11,6 +11,8 @@
 # and strictly), the runs used against the full grid's at the same rounds and at the maximum,
 # the rounds, how often the race is decided before the maximum, how often the default ends
 # beaten and decided, how often any cell was dropped; then rule changes tried on the same draws.
+# The two drifts give the same tables, race for race: the round term absorbs a drift that hits
+# every cell of a round alike. About 5 minutes per drift at 1000 races per row.
 # Deterministic (seeded); no database, no network.
 #
 #   bash bench/race-calibration.sh               # 1000 races per row, drift 0.5% and 1%

@@ -8,6 +8,7 @@
 # until = "decided" (a look after every round from 3 to a maximum of 5-20, the sequential
 # boundary), with the naive rule (0.05 at every look) beside it; then with one run in ten
 # disturbed (four times the CV: heavy tails), and the demo's own design (2 cells, A/A).
+# The race over a page-size grid has its own bench: bench/race-calibration.sh.
 # Each fixed-n table starts at n = 2 and shows the rates before the "too few runs" gate too.
 # Deterministic (seeded); no database, no network.
 #

@@ -7,7 +7,8 @@
 //! interleaved run order, so each comparison is estimated within rounds (else Welch's);
 //! `sequential`: `until = "decided"` from 3 rounds to a maximum of 5 to 20, within rounds;
 //! `disturbed`: one run in ten has four times the CV (heavy tails); `demo`: the demo's design
-//! (2 cells, interleaved, all columns) as an A/A job, at fixed n and under `until = "decided"`.
+//! (2 cells, interleaved, all columns) as an A/A job, at fixed n and under `until = "decided"`;
+//! `race`: `search = "race"` over the 42-cell page-size grid (`bench/race-calibration.sh`).
 
 use blocklab_report::calibration::{self, Scenario};
 
@@ -23,6 +24,10 @@ fn main() {
     };
     if rest.iter().any(|a| a == "demo") {
         demo(jobs, drift, disturbed);
+        return;
+    }
+    if rest.iter().any(|a| a == "race") {
+        race(jobs, drift);
         return;
     }
     if rest.iter().any(|a| a == "sequential") {
@@ -179,4 +184,162 @@ fn demo(jobs: u32, drift: f64, disturbed: f64) {
             );
         }
     }
+}
+
+/// The race's tables: the gallery grid (6 data × 7 WAL page sizes), an A/A grid (every cell
+/// equal) and the grid with the default the true best, at min 3 rounds, max 10 and 20, a band
+/// of 2% and 5%, per-run CV 1–5%; then rule changes tried on the same draws.
+fn race(races: u32, drift: f64) {
+    use calibration::Variant;
+    println!(
+        "races: {races} per row; grid: 6 data (1K..32K) x 7 WAL (1K..64K) page sizes = 42 cells, \
+         default 8K/8K; per-round drift step sd {drift}%; seeded"
+    );
+    println!(
+        "gallery: the measured effects (best 8K data, 16K WAL: +0.9%); a/a: every cell equal; \
+         default best: the WAL sizes ahead of 8K turned around"
+    );
+    println!(
+        "holds best: a cell within the band of the true best still racing at the end (strict: \
+         the true best itself); runs: measured / the full grid's at the rounds run (and at max)"
+    );
+    println!();
+    race_header();
+    let grids = race_grids();
+    for (k, (name, effects, cvs)) in grids.iter().enumerate() {
+        for max in [10, 20] {
+            for band in [2.0, 5.0] {
+                for &cv in *cvs {
+                    race_row(name, effects, (3, max, band, cv, drift), k, races, None);
+                }
+            }
+        }
+    }
+    println!();
+    println!(
+        "rule changes on the same draws: all pairs: a cell leaves at alpha_look / (k(k-1)) for \
+         k racing cells, not alpha_look / (k-1); default beyond band: the default is beaten only \
+         when significantly worse than -band; min 2: the first look after 2 rounds"
+    );
+    println!();
+    race_header();
+    let variants = [
+        (
+            3,
+            Variant {
+                default_beyond_band: true,
+                ..Variant::default()
+            },
+        ),
+        (
+            3,
+            Variant {
+                all_pairs: true,
+                ..Variant::default()
+            },
+        ),
+        (
+            3,
+            Variant {
+                all_pairs: true,
+                default_beyond_band: true,
+            },
+        ),
+        (
+            2,
+            Variant {
+                all_pairs: true,
+                default_beyond_band: true,
+            },
+        ),
+    ];
+    for (k, (name, effects, _)) in grids.iter().enumerate() {
+        for max in [10, 20] {
+            for band in [2.0, 5.0] {
+                for cv in [1.0, 3.0] {
+                    for (min, v) in variants {
+                        race_row(
+                            name,
+                            effects,
+                            (min, max, band, cv, drift),
+                            k,
+                            races,
+                            Some(v),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+type Grid = (&'static str, Vec<f64>, &'static [f64]);
+
+fn race_grids() -> [Grid; 3] {
+    [
+        (
+            "gallery",
+            calibration::gallery_effects(),
+            &[1.0, 2.0, 3.0, 5.0],
+        ),
+        ("a/a", vec![0.0; 42], &[1.0, 3.0]),
+        (
+            "default best",
+            calibration::default_best_effects(),
+            &[1.0, 3.0],
+        ),
+    ]
+}
+
+fn race_header() {
+    println!(
+        "| grid | rule | max | band | CV | holds best (band) | holds true best | runs / full grid | runs / full grid at max | mean runs | mean rounds | racing at end | decided before max | default beaten (within the band of the best in every grid) | default decided | any dropped |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+}
+
+/// One row: `(min, max, band, cv, drift)`; the race as it is, or changed by `variant`.
+fn race_row(
+    name: &str,
+    effects: &[f64],
+    (min, max, band, cv, drift): (u32, u32, f64, f64, f64),
+    grid: usize,
+    races: u32,
+    variant: Option<calibration::Variant>,
+) {
+    let mut s = calibration::RaceScenario {
+        effects_pct: effects.to_vec(),
+        ..calibration::RaceScenario::gallery(cv, drift, max, band)
+    };
+    s.rule.min_rounds = min;
+    // The same draws for every rule of a row.
+    let seed =
+        0x7ace_0000 + grid as u64 * 10_000 + u64::from(max) * 100 + band as u64 * 10 + cv as u64;
+    let (rule, t) = match variant {
+        None => ("as is".to_string(), calibration::run_races(&s, races, seed)),
+        Some(v) => (
+            format!("min {min}, {}", v.name()),
+            calibration::run_races_variant(&s, races, seed, v),
+        ),
+    };
+    let rule = if variant.is_none() {
+        format!("min {min}, {rule}")
+    } else {
+        rule
+    };
+    let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+    println!(
+        "| {name} | {rule} | {max} | {band:.0}% | {cv:.0}% | {} | {} | {} | {} | {:.0} | {:.1} | {:.1} | {} | {} | {} | {} |",
+        pct(t.p_holds_best()),
+        pct(t.p_holds_true_best()),
+        pct(t.runs_ratio()),
+        pct(t.runs_ratio_max()),
+        t.mean_runs(),
+        t.mean_rounds(),
+        t.mean_racing_at_end(),
+        pct(t.p_decided_before_max()),
+        pct(t.p_default_beaten()),
+        pct(t.p_default_decided()),
+        pct(t.p_any_dropped()),
+    );
 }

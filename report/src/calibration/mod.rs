@@ -13,15 +13,23 @@
 //!
 //! [`run_sequential`] does the same for `until = "decided"`: a look after every round, a
 //! stop at the first decided one.
+//!
+//! [`run_races`] does it for `search = "race"` over a page-size grid ([`crate::race`]).
 
 use crate::analysis;
 use crate::stats::Metric;
 
 mod prng;
+mod race;
 mod sequential;
 mod synthetic;
 
 pub use prng::Prng;
+pub use race::{
+    DATA_EFFECTS_PCT, DATA_KB, DEFAULT_CELL, Outcome, RaceScenario, RaceTally, Variant,
+    WAL_EFFECTS_PCT, WAL_KB, default_best_effects, draw, gallery_effects, grid_cell, replay,
+    run_race, run_races, run_races_variant, run_variant,
+};
 pub use sequential::{SequentialTally, run_looks, run_sequential};
 pub use synthetic::{Scenario, synthetic_job};
 

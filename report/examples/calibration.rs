@@ -188,9 +188,8 @@ fn demo(jobs: u32, drift: f64, disturbed: f64) {
 
 /// The race's tables: the gallery grid (6 data × 7 WAL page sizes), an A/A grid (every cell
 /// equal) and the grid with the default the true best, at min 3 rounds, max 10 and 20, a band
-/// of 2% and 5%, per-run CV 1–5%; then rule changes tried on the same draws.
+/// of 2% and 5%, per-run CV 1–5%, from a first look after 2 rounds and after 3.
 fn race(races: u32, drift: f64) {
-    use calibration::Variant;
     println!(
         "races: {races} per row; grid: 6 data (1K..32K) x 7 WAL (1K..64K) page sizes = 42 cells, \
          default 8K/8K; per-round drift step sd {drift}%; seeded"
@@ -210,62 +209,8 @@ fn race(races: u32, drift: f64) {
         for max in [10, 20] {
             for band in [2.0, 5.0] {
                 for &cv in *cvs {
-                    race_row(name, effects, (3, max, band, cv, drift), k, races, None);
-                }
-            }
-        }
-    }
-    println!();
-    println!(
-        "rule changes on the same draws: all pairs: a cell leaves at alpha_look / (k(k-1)) for \
-         k racing cells, not alpha_look / (k-1); default beyond band: the default is beaten only \
-         when significantly worse than -band; min 2: the first look after 2 rounds"
-    );
-    println!();
-    race_header();
-    let variants = [
-        (
-            3,
-            Variant {
-                default_beyond_band: true,
-                ..Variant::default()
-            },
-        ),
-        (
-            3,
-            Variant {
-                all_pairs: true,
-                ..Variant::default()
-            },
-        ),
-        (
-            3,
-            Variant {
-                all_pairs: true,
-                default_beyond_band: true,
-            },
-        ),
-        (
-            2,
-            Variant {
-                all_pairs: true,
-                default_beyond_band: true,
-            },
-        ),
-    ];
-    for (k, (name, effects, _)) in grids.iter().enumerate() {
-        for max in [10, 20] {
-            for band in [2.0, 5.0] {
-                for cv in [1.0, 3.0] {
-                    for (min, v) in variants {
-                        race_row(
-                            name,
-                            effects,
-                            (min, max, band, cv, drift),
-                            k,
-                            races,
-                            Some(v),
-                        );
+                    for min in [2, 3] {
+                        race_row(name, effects, (min, max, band, cv, drift), k, races);
                     }
                 }
             }
@@ -298,14 +243,13 @@ fn race_header() {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
 }
 
-/// One row: `(min, max, band, cv, drift)`; the race as it is, or changed by `variant`.
+/// One row: `(min, max, band, cv, drift)`.
 fn race_row(
     name: &str,
     effects: &[f64],
     (min, max, band, cv, drift): (u32, u32, f64, f64, f64),
     grid: usize,
     races: u32,
-    variant: Option<calibration::Variant>,
 ) {
     let mut s = calibration::RaceScenario {
         effects_pct: effects.to_vec(),
@@ -315,18 +259,8 @@ fn race_row(
     // The same draws for every rule of a row.
     let seed =
         0x7ace_0000 + grid as u64 * 10_000 + u64::from(max) * 100 + band as u64 * 10 + cv as u64;
-    let (rule, t) = match variant {
-        None => ("as is".to_string(), calibration::run_races(&s, races, seed)),
-        Some(v) => (
-            format!("min {min}, {}", v.name()),
-            calibration::run_races_variant(&s, races, seed, v),
-        ),
-    };
-    let rule = if variant.is_none() {
-        format!("min {min}, {rule}")
-    } else {
-        rule
-    };
+    let t = calibration::run_races(&s, races, seed);
+    let rule = format!("min {min}");
     let pct = |x: f64| format!("{:.1}%", 100.0 * x);
     println!(
         "| {name} | {rule} | {max} | {band:.0}% | {cv:.0}% | {} | {} | {} | {} | {:.0} | {:.1} | {:.1} | {} | {} | {} | {} |",

@@ -26,9 +26,8 @@ mod synthetic;
 
 pub use prng::Prng;
 pub use race::{
-    DATA_EFFECTS_PCT, DATA_KB, DEFAULT_CELL, Outcome, RaceScenario, RaceTally, Variant,
-    WAL_EFFECTS_PCT, WAL_KB, default_best_effects, draw, gallery_effects, grid_cell, replay,
-    run_race, run_races, run_races_variant, run_variant,
+    DATA_EFFECTS_PCT, DATA_KB, DEFAULT_CELL, Outcome, RaceScenario, RaceTally, WAL_EFFECTS_PCT,
+    WAL_KB, default_best_effects, draw, gallery_effects, grid_cell, replay, run_race, run_races,
 };
 pub use sequential::{SequentialTally, run_looks, run_sequential};
 pub use synthetic::{Scenario, synthetic_job};

@@ -23,10 +23,6 @@ use super::synthetic::share;
 use crate::race::{self, End, Entrant, Race, Rule, Standing};
 use crate::stats::log_band;
 
-mod variant;
-
-pub use variant::{Variant, run_variant};
-
 /// Data page sizes in KiB, and their assumed or measured tps change against 8K, in %.
 pub const DATA_KB: [u32; 6] = [1, 2, 4, 8, 16, 32];
 pub const DATA_EFFECTS_PCT: [f64; 6] = [-25.0, -10.0, -2.3, 0.0, -13.0, -26.0];
@@ -320,17 +316,6 @@ pub fn run_races(s: &RaceScenario, races: u32, seed: u64) -> RaceTally {
     for _ in 0..races {
         let draws = draw(s, &mut rng);
         t.add(s, &run_race(s, &draws));
-    }
-    t
-}
-
-/// [`run_races`] under the race's rule changed by `v` (the same draws for the same seed).
-pub fn run_races_variant(s: &RaceScenario, races: u32, seed: u64, v: Variant) -> RaceTally {
-    let mut rng = Prng::new(seed);
-    let mut t = RaceTally::default();
-    for _ in 0..races {
-        let draws = draw(s, &mut rng);
-        t.add(s, &run_variant(s, &draws, v));
     }
     t
 }

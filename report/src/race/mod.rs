@@ -1,28 +1,36 @@
 //! `search = "race"`: the best cells of a page-size grid with the fewest runs.
 //!
 //! Every cell runs the minimum of rounds (in randomized blocks); then, after each round (a
-//! look, from the minimum to the maximum of rounds), the cells still in the race are fitted
-//! in one model, `ln y ~ cell + round` ([`model`]), and the current best is the cell with the
-//! best effect. A cell leaves the race when its contrast with the best is significantly
-//! worse: one-sided, at `α_look / m` for the `m` cells compared with the best (Bonferroni),
-//! where `α_look = α / looks` is the sequential boundary of `until = "decided"`
-//! ([`crate::stats::sequential`]). The default cell (the job's baseline) never leaves: when it
-//! is significantly worse it stays to be compared, marked beaten. A cell equivalent to the best
-//! (below) is in the best set even when it is significantly behind. The race is over when every
-//! cell still in it other than the best is equivalent to the best within the job's band (the
-//! `1 − 2·α_look/m` interval of its contrast inside `±band`, a TOST at that level) or is the
+//! look, from the minimum to the maximum of rounds), the `k` cells still in the race are
+//! fitted in one model, `ln y ~ cell + round` ([`model`]), and the current best is the cell
+//! with the best effect. With `α_look = α / looks`, the sequential boundary of `until =
+//! "decided"` ([`crate::stats::sequential`]):
+//!
+//! - A cell is **equivalent** to the best (in the best set) when the `1 − 2·α_look/(k−1)`
+//!   interval of its contrast with the best lies inside `±band` (a TOST at that level); this
+//!   comes first, so a cell a little but significantly behind stays in the best set.
+//! - Otherwise a cell **leaves the race** when its contrast with the best is significantly
+//!   worse, one-sided at `α_look / (k·(k−1))`.
+//! - The **default cell** (the job's baseline) never leaves. It is marked **beaten** when it is
+//!   significantly worse than the band's lower edge (one-sided at `α_look/(k−1)`): a default
+//!   within the band of the best is never called beaten for a real but small gap.
+//!
+//! The race is over when every racing cell other than the best is equivalent to it or is the
 //! beaten default; or at the maximum of rounds (or the job's budget, which the scheduler
 //! applies).
 //!
-//! Why Bonferroni against the observed best, and not Holm or Friedman: the best is chosen by
-//! the same data, so the comparison that could drop the true best is one of `m` possible ones
-//! (against whichever cell happens to lead); each has a true change of zero or better, so at
-//! `α_look / m` each rejects with probability at most `α_look / m`, and their union at most
-//! `α_look`; over the looks, at most `α`. Holm's step-down raises the level of later
-//! comparisons, which this union bound does not cover when the reference is chosen by the
-//! data. A rank test within rounds (Friedman) cannot separate cells at 3 rounds, where most of
-//! the grid should leave; the pooled linear model uses the same log-ratio scale as every
-//! other verdict and pools the residual variance over all cells.
+//! Why these levels. The best is chosen by the same data, so the comparison that could drop a
+//! truly best cell is one of those against whichever cell happens to lead; and several cells
+//! may be truly best at once (an A/A grid: all of them). Testing every ordered pair of the `k`
+//! racing cells at `α_look / (k·(k−1))` bounds, by the union bound, the chance that any truly
+//! best cell leaves at a look by `α_look`, and over the looks by `α`, however many cells tie.
+//! (Bonferroni against the observed best alone, at `α_look/(k−1)`, protects one true best but
+//! drops some cell of a 42-cell A/A grid in about a third of races: the leader is the largest
+//! of 42 estimates.) Holm's step-down raises the level of later comparisons, which this bound
+//! does not cover when the reference is chosen by the data; a rank test within rounds
+//! (Friedman) cannot separate cells at 3 rounds, where most of a grid should leave. The pooled
+//! linear model uses the same log-ratio scale as every other verdict and pools the residual
+//! variance over all cells.
 //!
 //! The race is a pure function of the runs: replaying the looks over the rounds gives the
 //! same drops the scheduler made, so nothing of the race is stored but the runs.
@@ -200,19 +208,32 @@ fn judge(entrants: &[Entrant], racing: &[usize], round: u32, rule: &Rule) -> Opt
     let sign = if rule.higher_is_better { 1.0 } else { -1.0 };
     let best = (0..racing.len())
         .max_by(|&a, &b| (sign * fit.effects[a]).total_cmp(&(sign * fit.effects[b])))?;
-    let level = rule.look_alpha() / (racing.len() - 1) as f64;
+    let k = racing.len() as f64;
+    let level = rule.look_alpha() / (k - 1.0);
+    let drop_level = level / k;
     let (lo_band, hi_band) = stats::log_band(rule.band_pct);
     let mut rows = Vec::new();
     for local in (0..racing.len()).filter(|&l| l != best) {
         let c = fit.contrast(local, best);
         // Worse is a negative `d` whichever the direction.
         let d = sign * c.estimate;
-        let p_worse = if c.se > 0.0 {
-            t_cdf(d / c.se, c.df)
-        } else if d < 0.0 {
-            0.0
+        let below = |x: f64| {
+            if c.se > 0.0 {
+                t_cdf(x / c.se, c.df)
+            } else if x < 0.0 {
+                0.0
+            } else {
+                1.0
+            }
+        };
+        let p_worse = below(d);
+        let is_default = entrants[racing[local]].is_default;
+        // The default is beaten only beyond the band's lower edge; any other cell leaves when
+        // it is worse at the level of every ordered pair.
+        let worse = if is_default {
+            below(d - lo_band) < level
         } else {
-            1.0
+            p_worse < drop_level
         };
         let half95 = t_quantile(c.df) * c.se;
         let half_tost = t_ppf(1.0 - level, c.df) * c.se;
@@ -226,7 +247,7 @@ fn judge(entrants: &[Entrant], racing: &[usize], round: u32, rule: &Rule) -> Opt
             ),
             p_worse,
         };
-        rows.push((racing[local], vs, p_worse < level, equivalent));
+        rows.push((racing[local], vs, worse, equivalent));
     }
     Some(Judged {
         best: racing[best],

@@ -150,7 +150,7 @@ fn workload_metrics_travel_in_every_format() {
 }
 
 /// A job's cells as the analysis returns them when it excludes suspect runs and has a target.
-fn judged_cells() -> Vec<CellResult> {
+pub(super) fn judged_cells() -> Vec<CellResult> {
     let base = CellResult {
         label: "bs=8K".into(),
         metric: "tps".into(),

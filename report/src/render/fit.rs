@@ -181,6 +181,6 @@ mod tests {
             text,
             "cell     n  verdict\n------  --  --------\nbs=8K    3  baseline\nbs=16K  12  faster\n"
         );
-        assert_eq!(table_width(&[&a, &b, &c]), 18);
+        assert_eq!(table_width(&[&a, &b, &c]), 20);
     }
 }

@@ -333,7 +333,11 @@ fn own_text(own: &[OwnWorkloadCell], view: View) -> String {
     if own.is_empty() {
         return String::new();
     }
-    let mut out = String::from("own workload\n");
+    let mut out = String::from(if view.width.is_some() {
+        "\nown workload\n"
+    } else {
+        "own workload\n"
+    });
     for (h, rows) in own_tables(own) {
         if rows.is_empty() {
             continue;

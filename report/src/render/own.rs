@@ -122,8 +122,8 @@ pub(super) fn shown(own: &[OwnWorkloadCell], builtin: bool) -> Vec<OwnWorkloadCe
     out
 }
 
-/// One of [`own_tables`] as a plain table within `width`: the `command` column (if any) cut
-/// with `…` to what is left beside the others, at least 12 characters.
+/// One of [`own_tables`] as a plain table within `width`: shorter headers, and the `command`
+/// column (if any) cut with `…` to what is left beside the others, at least 12 characters.
 pub(super) fn fitted(header: Vec<String>, rows: Vec<Vec<String>>, width: usize) -> String {
     let mut columns: Vec<Column> = header
         .into_iter()
@@ -132,6 +132,9 @@ pub(super) fn fitted(header: Vec<String>, rows: Vec<Vec<String>>, width: usize) 
             let cells = rows.iter().map(|r| r[i].clone()).collect();
             match h.as_str() {
                 "cell" | "script" | "command" => Column::left(h, cells),
+                "median schedule lag ms" => Column::right("lag median ms", cells),
+                "max schedule lag ms" => Column::right("lag max ms", cells),
+                "median latency ms" => Column::right("latency ms", cells),
                 _ => Column::right(h, cells),
             }
         })

@@ -101,9 +101,11 @@ enum Command {
         #[arg(long)]
         same_seed: bool,
     },
-    /// One row per cell: n, mean, 95% CI, % change vs the baseline with its 95% CI, verdict
-    /// and MDE, fitted to the terminal; --wide adds block sizes, stddev, CV, the model, p-,
-    /// q- and TOST q-values, rounds to equivalence, compared on and suspect runs.
+    /// One row per cell: n, mean, 95% CI, % change vs the baseline with its CI, verdict, MDE.
+    ///
+    /// The table fits the terminal; --wide adds the proven block sizes, stddev, CV, the
+    /// model, p-, q- and TOST q-values, rounds to equivalence, what the cell is compared on
+    /// and its suspect runs.
     #[command(after_help = RESULTS_EXAMPLES, after_long_help = RESULTS_LONG_HELP)]
     Results {
         #[command(flatten)]

@@ -26,7 +26,7 @@ fn more_rounds(c: &CellResult) -> String {
     }
 }
 
-pub(super) fn interval(low: Option<f64>, high: Option<f64>) -> String {
+fn interval(low: Option<f64>, high: Option<f64>) -> String {
     match (low, high) {
         (Some(l), Some(h)) => format!("[{}, {}]", pct(l), pct(h)),
         _ => "-".into(),

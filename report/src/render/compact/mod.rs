@@ -15,7 +15,7 @@
 use blocklab_measure::job::*;
 
 use super::fit::{Column, plain_table, table_width, wrap};
-use super::table::{change, interval, or_dash};
+use super::table::{change, or_dash};
 use crate::format::{cell_metric, num, pct};
 use crate::stats::{DESCRIPTIVE_UNITS, Metric};
 
@@ -24,16 +24,16 @@ pub const LEFT_OUT_ORDER: [&str; 5] = ["95% CI", "MDE", "n/runs", "the change's 
 
 /// The change with its interval, as one column.
 fn change_with_interval(c: &CellResult) -> String {
-    let point = change(c, c.pct_change_vs_baseline);
-    if c.is_baseline || point == "-" {
-        return point;
-    }
-    match (c.pct_change_ci95_low, c.pct_change_ci95_high) {
-        (Some(_), Some(_)) => format!(
-            "{point} {}",
-            interval(c.pct_change_ci95_low, c.pct_change_ci95_high)
-        ),
-        _ => point,
+    match (
+        c.is_baseline,
+        c.pct_change_vs_baseline,
+        c.pct_change_ci95_low,
+        c.pct_change_ci95_high,
+    ) {
+        (false, Some(p), Some(low), Some(high)) => {
+            format!("{} [{}, {}]", pct(p), pct(low), pct(high))
+        }
+        _ => change(c, c.pct_change_vs_baseline),
     }
 }
 

@@ -101,14 +101,21 @@ enum Command {
         #[arg(long)]
         same_seed: bool,
     },
-    /// One row per cell: proven block sizes, n, mean, stddev, CV, 95% CI, % change vs the
-    /// baseline with its 95% CI, the model, p-value, MDE, verdict, suspect runs.
+    /// One row per cell: n, mean, 95% CI, % change vs the baseline with its CI, verdict, MDE.
+    ///
+    /// The table fits the terminal; --wide adds the proven block sizes, stddev, CV, the
+    /// model, p-, q- and TOST q-values, rounds to equivalence, what the cell is compared on
+    /// and its suspect runs.
     #[command(after_help = RESULTS_EXAMPLES, after_long_help = RESULTS_LONG_HELP)]
     Results {
         #[command(flatten)]
         job: JobArg,
         #[command(flatten)]
         opts: TableOpts,
+        /// Also list the statements of pgbench's builtin scripts in the per-statement table
+        /// (by default it lists only those of the job's own script files).
+        #[arg(long)]
+        statements: bool,
     },
     /// Compare like cells of two jobs (same page sizes, clients and varied dimensions):
     /// A's cell is the baseline, B's the treatment, with the same statistics as `results`.
@@ -178,7 +185,7 @@ const RERUN_EXAMPLES: &str = "Examples:\n  blocklab rerun 6f1c\n  blocklab rerun
 const CANCEL_EXAMPLES: &str = "Examples:\n  blocklab cancel 6f1c";
 const PLOT_EXAMPLES: &str = "Examples:\n  blocklab plot 6f1c --out charts/\n  blocklab plot 6f1c --metric latency_p99_ms --out charts/";
 const REPORT_EXAMPLES: &str = "Examples:\n  blocklab report 6f1c\n  blocklab report 6f1c --metric latency_p99_ms --out report.html";
-const RESULTS_EXAMPLES: &str = "Examples:\n  blocklab results 6f1c\n  blocklab results 6f1c --metric latency_p99_ms --format csv > p99.csv\n  blocklab results 6f1c --metric new_order.p90_ms   (a TPC-C-like job's metric)";
+const RESULTS_EXAMPLES: &str = "Examples:\n  blocklab results 6f1c\n  blocklab results 6f1c --wide\n  blocklab results 6f1c --metric latency_p99_ms --format csv > p99.csv\n  blocklab results 6f1c --metric new_order.p90_ms   (a TPC-C-like job's metric)";
 const COMPARE_EXAMPLES: &str =
     "Examples:\n  blocklab compare 6f1c 9a2b\n  blocklab compare 6f1c 9a2b --format markdown";
 const EXPORT_EXAMPLES: &str = "Examples:\n  blocklab export 6f1c > job.json\n  blocklab export 6f1c --no-samples | jq '.runs[] | {sequence, state}'";
@@ -224,12 +231,32 @@ statistics over every completed run beside them."
     };
 }
 
+macro_rules! layout_help {
+    () => {
+        "Layout: the table fits the width of the terminal (COLUMNS when it is set; 100 columns \
+when stdout is not a terminal): cell, n/runs, mean, 95% CI, the change against the baseline with \
+its 95% CI, verdict and MDE. When they do not fit, it leaves out the 95% CI of the mean, then the \
+MDE, n/runs, the change's interval and the mean, in that order, and says which; the cell and the \
+verdict always stay, and the notes wrap at the width. The per-metric table shows each cell's mean, \
+change and verdict, with the cells that do not fit in a further table below. --wide prints every \
+column (all the statistics above), as wide as they take."
+    };
+}
+
 const RESULTS_LONG_HELP: &str = concat!(
     results_help!(),
-    "\n\nExamples:\n  blocklab results 6f1c\n  blocklab results 6f1c --metric latency_p99_ms --format csv > p99.csv\n  blocklab results 6f1c --metric new_order.p90_ms   (a TPC-C-like job's metric)"
+    "\n\n",
+    layout_help!(),
+    " The per-statement table (own workload) lists the statements of the job's own script \
+files; --statements adds those of pgbench's builtin scripts (tpcb-like, simple-update, \
+select-only), whose \\set lines take no time. csv and json always carry every column and \
+statement.",
+    "\n\nExamples:\n  blocklab results 6f1c\n  blocklab results 6f1c --wide\n  blocklab results 6f1c --metric latency_p99_ms --format csv > p99.csv\n  blocklab results 6f1c --metric new_order.p90_ms   (a TPC-C-like job's metric)"
 );
 const COMPARE_LONG_HELP: &str = concat!(
     results_help!(),
+    "\n\n",
+    layout_help!(),
     "\n\nExamples:\n  blocklab compare 6f1c 9a2b\n  blocklab compare 6f1c 9a2b --format markdown"
 );
 
@@ -257,6 +284,12 @@ struct TableOpts {
     metric: String,
     #[arg(long, default_value = "table", value_parser = blocklab_report::render::FORMATS)]
     format: String,
+    /// Every column, as wide as it takes (the table format). Without it the table fits the
+    /// terminal's width (COLUMNS when set; 100 columns when stdout is not a terminal),
+    /// leaving out the 95% CI of the mean, then the MDE, n/runs, the change's interval and the
+    /// mean as the width requires, and the notes wrap at that width.
+    #[arg(long)]
+    wide: bool,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -404,6 +437,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Results {
             job: JobArg { job_id },
             opts,
+            statements,
         } => {
             let format = cli::Format::parse(&opts.format)?;
             let mut client = connect().await?;
@@ -417,7 +451,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 metric: opts.metric,
             };
             let r = cli::answer(client.query_results(request).await)?.into();
-            print!("{}", cli::render_results(&r, format));
+            let view = blocklab_cli::terminal::view(opts.wide, statements);
+            print!("{}", cli::render_results_view(&r, format, view));
         }
         Command::Compare { job_a, job_b, opts } => {
             let format = cli::Format::parse(&opts.format)?;
@@ -429,7 +464,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 metric: opts.metric,
             };
             let r = cli::answer(client.compare_jobs(request).await)?.into();
-            print!("{}", cli::render_compare(&r, format));
+            let view = blocklab_cli::terminal::view(opts.wide, false);
+            print!("{}", cli::render_compare_view(&r, format, view));
         }
         Command::Plot {
             job: JobArg { job_id },
@@ -509,7 +545,8 @@ async fn finish_watch(client: &mut ControlClient, job_id: &str) -> anyhow::Resul
         ..Default::default()
     };
     let r = cli::answer(client.query_results(request).await)?.into();
-    print!("{}", cli::render_results(&r, cli::Format::Table));
+    let view = blocklab_cli::terminal::view(false, false);
+    print!("{}", cli::render_results_view(&r, cli::Format::Table, view));
     Ok(code)
 }
 

@@ -17,7 +17,9 @@ fn change(c: &CellResult) -> String {
     format!(
         "{}: {}{interval} {}",
         c.label,
-        c.pct_change_vs_baseline.map(pct).unwrap_or_else(|| "-".into()),
+        c.pct_change_vs_baseline
+            .map(pct)
+            .unwrap_or_else(|| "-".into()),
         c.verdict
     )
 }

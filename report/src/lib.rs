@@ -24,7 +24,7 @@ pub mod render;
 pub mod scaling;
 pub mod stats;
 
-pub use analysis::workload_metrics;
+pub use analysis::{headline_metric, workload_metrics};
 pub use own::own_workload;
 
 #[derive(Debug, thiserror::Error)]
@@ -38,22 +38,7 @@ pub enum ReportError {
 /// The metric `name` names for this job: a pgbench column or one of the job's workload
 /// metrics; empty = the job's headline metric.
 pub fn resolve(name: &str, export: &JobExport) -> Result<Metric, ReportError> {
-    let known = workload_metrics(export);
-    let name = if name.is_empty() {
-        let headline = headline_metric(export);
-        if headline != "tps" && !known.iter().any(|(n, _, _)| *n == headline) {
-            // No run has the headline metric yet.
-            return Ok(Metric::Workload {
-                name: headline,
-                unit: String::new(),
-                higher_is_better: true,
-            });
-        }
-        headline
-    } else {
-        name.to_string()
-    };
-    Ok(Metric::resolve(&name, &known)?)
+    Ok(analysis::resolve_metric(name, export)?)
 }
 
 /// Every workload metric of a job with its per-cell statistics against the baseline.
@@ -102,15 +87,4 @@ pub fn results(export: &JobExport, metric: &Metric) -> Results {
 /// Each cell of job B against A's like cell, for `metric` and every workload metric of B.
 pub fn compare_results(a: &JobExport, b: &JobExport, metric: &Metric) -> Results {
     split(analysis::compare_results(a, b, Some(metric)), metric, b)
-}
-
-/// The metric a job's results show when none is asked for: its workload kind's headline
-/// (tps for pgbench scripts, NOTPM for tpcc, ...), as the catalog stored it at submit.
-pub fn headline_metric(export: &JobExport) -> String {
-    export
-        .job
-        .as_ref()
-        .map(|j| j.headline_metric.clone())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| Metric::Tps.name().to_string())
 }

@@ -202,6 +202,48 @@ async fn export_prints_the_jobs_export_as_json() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_fit_100_columns_when_piped_columns_when_set_and_wide_has_every_column() {
+    let lab = lab().await;
+    let (id, _) = submit(&lab);
+    let results = |columns: Option<&str>, extra: &[&str]| {
+        let mut c = Command::new(binary("blocklab"));
+        c.args(["--coordinator", &lab.addr, "results", &id[..8]])
+            .args(extra)
+            .stdin(Stdio::null());
+        match columns {
+            Some(w) => c.env("COLUMNS", w),
+            None => c.env_remove("COLUMNS"),
+        };
+        let out = c.output().expect("blocklab results");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let within = |t: &str, width: usize| t.lines().all(|l| l.chars().count() <= width);
+    let piped = results(None, &[]);
+    assert!(
+        piped.starts_with("cell ") && piped.contains("verdict") && within(&piped, 100),
+        "{piped}"
+    );
+    let narrow = results(Some("60"), &[]);
+    assert!(
+        within(&narrow, 60) && narrow.contains("verdict"),
+        "{narrow}"
+    );
+    let wide = results(None, &["--wide"]);
+    assert!(
+        wide.contains("block_size") && wide.contains("p-value") && !within(&wide, 100),
+        "{wide}"
+    );
+    assert_eq!(
+        results(Some("60"), &["--wide"]),
+        wide,
+        "--wide ignores the width"
+    );
+    assert_eq!(results(None, &["--statements"]), piped, "no statements yet");
+    lab.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_follows_a_waiting_job_and_a_finished_one_gets_its_final_line() {
     let lab = lab().await;
     let (id, _) = submit(&lab);

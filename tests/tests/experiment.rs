@@ -84,6 +84,7 @@ duration = "2s"
         let out = std::process::Command::new(&cli)
             .args(["--coordinator", &lab.addr])
             .args(args)
+            .env_remove("COLUMNS")
             .stdin(std::process::Stdio::null())
             .output()
             .expect("run blocklab");
@@ -94,11 +95,15 @@ duration = "2s"
         );
         String::from_utf8_lossy(&out.stdout).to_string()
     };
+    // Piped: the compact table within 100 columns; --wide: every column, the proven sizes too.
     let table = run(&["results", &job]);
     assert!(
-        table.contains("16384") && table.contains("baseline"),
+        table.contains("bs=16K") && table.contains("baseline"),
         "{table}"
     );
+    assert!(table.lines().all(|l| l.chars().count() <= 100), "{table}");
+    let wide = run(&["results", &job, "--wide"]);
+    assert!(wide.contains("16384") && wide.contains("p-value"), "{wide}");
     let csv = run(&[
         "results",
         &job,

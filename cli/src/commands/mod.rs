@@ -22,7 +22,9 @@ mod watch;
 
 pub use crate::client::{CliError, Client, Transport, answer, connect};
 pub use crate::runs::{run_result, run_state};
-pub use blocklab_report::render::{Format, render_compare, render_results};
+pub use blocklab_report::render::{
+    Format, View, render_compare, render_compare_view, render_results, render_results_view,
+};
 pub use detail::{RUN_KEY_COLUMNS, render_job, render_run_detail, runs_table_header, show_job};
 pub use export::{export_json, job_export};
 pub use history::{earlier_like, render_history};

@@ -41,9 +41,7 @@ impl Headlines {
     /// cannot be read (the reason is logged).
     pub async fn of(&self, catalog: &Catalog, job: &JobRecord) -> String {
         let finished = job.state.is_finished();
-        if finished
-            && let Some(h) = self.lock().get(&job.job_id)
-        {
+        if finished && let Some(h) = self.lock().get(&job.job_id) {
             return h.clone();
         }
         let line = match crate::results::export_job(catalog, "", &job.job_id, "", false).await {

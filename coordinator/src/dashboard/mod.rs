@@ -152,7 +152,10 @@ async fn jobs_json(State(d): State<Arc<Dashboard>>) -> Response {
                 Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
                 Err(e) => {
                     tracing::error!(error = %e, "dashboard: job lines not serialized");
-                    error_page(StatusCode::INTERNAL_SERVER_ERROR, "job lines not serialized")
+                    error_page(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "job lines not serialized",
+                    )
                 }
             }
         }

@@ -141,9 +141,15 @@ async fn the_job_list_shows_headlines_and_updates_a_running_job_in_place() {
         .and_then(|r| r.split("</tr>").next())
         .expect("job b's row");
     assert!(row.contains("data-state=\"done\""), "{row}");
-    assert!(row.contains("<span class=\"state-name\">done</span>"), "{row}");
+    assert!(
+        row.contains("<span class=\"state-name\">done</span>"),
+        "{row}"
+    );
     let after = line(&f.job_b)["runs"].as_str().expect("runs").to_string();
-    assert!(!row.contains(&format!(">{before}<")), "{before} still: {row}");
+    assert!(
+        !row.contains(&format!(">{before}<")),
+        "{before} still: {row}"
+    );
     let (_, body) = http(addr, "GET", "/jobs.json", &[], "").await;
     let now: serde_json::Value = serde_json::from_str(&body).expect("json");
     let runs_now = now

@@ -6,76 +6,23 @@
 //! whole family of the job's comparisons ([`family`]): the same cell and metric get the same
 //! q-value and verdict whichever metric `results` is asked for.
 
-use std::collections::BTreeSet;
-
 use blocklab_measure::job::*;
 
-use crate::stats::{self, DEFAULT_EQUIVALENCE_PCT, Metric};
+use crate::stats::{self, Metric};
 
 mod baseline;
 pub mod budget;
 mod cell;
 mod family;
+mod job;
 pub mod race;
 
 pub use baseline::NO_LIKE_CELL;
 use baseline::Pair;
 pub use cell::{measured, metric_value};
-
-/// How a job's results are judged: its [`AnalysisOptions`] with the defaults filled in.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Options {
-    /// The equivalence band in percent of the baseline mean (2 when the job names none).
-    pub equivalence_pct: f64,
-    pub exclude_suspect: bool,
-    pub target_ci_pct: Option<f64>,
-    pub max_repetitions: u32,
-    /// The job's run order makes each round a block (one run of every cell, close in time):
-    /// interleaved or randomized-block; not sequential or shuffled.
-    pub rounds_are_blocks: bool,
-    /// `until = "decided"`: the verdicts use the sequential boundary ([`Options::alpha`]).
-    pub until_decided: bool,
-    pub min_repetitions: u32,
-    /// `search = "race"`: the job's cells race ([`crate::race`]).
-    pub race: bool,
-}
-
-/// Whether a recorded run order (`interleaved`, `sequential`, `shuffled(seed=N)`,
-/// `randomized-block(seed=N)`) puts one run of every cell in each round, in a row.
-pub fn rounds_are_blocks(run_order: &str) -> bool {
-    let name = run_order.split('(').next().unwrap_or_default().trim();
-    matches!(name, "interleaved" | "randomized-block")
-}
-
-impl Options {
-    pub fn of(export: &JobExport) -> Options {
-        let a = export.analysis.unwrap_or_default();
-        Options {
-            equivalence_pct: if a.equivalence_pct > 0.0 {
-                a.equivalence_pct
-            } else {
-                DEFAULT_EQUIVALENCE_PCT
-            },
-            exclude_suspect: a.exclude_suspect,
-            target_ci_pct: a.target_ci_pct.filter(|t| *t > 0.0),
-            max_repetitions: a.max_repetitions,
-            rounds_are_blocks: rounds_are_blocks(&export.run_order),
-            until_decided: a.until_decided,
-            min_repetitions: a.min_repetitions,
-            race: a.race,
-        }
-    }
-
-    /// The level of the verdicts: ALPHA, or under `until = "decided"` the level of each look,
-    /// ALPHA over the planned looks from the minimum to the maximum of repetitions.
-    pub fn alpha(&self) -> f64 {
-        if self.until_decided {
-            stats::sequential::look_alpha(self.min_repetitions, self.max_repetitions)
-        } else {
-            stats::ALPHA
-        }
-    }
-}
+pub use job::{
+    Options, headline_metric, resolve_metric, rounds_are_blocks, rounds_run, workload_metrics,
+};
 
 /// Adaptive repetitions: the cell met the target half-width.
 pub const TARGET_REACHED: &str = "target reached";
@@ -94,16 +41,6 @@ pub const SEQUENTIAL_MAX_REACHED: &str = "sequential: undecided, max repetitions
 pub const SEQUENTIAL_BUDGET_REACHED: &str = "sequential: undecided, budget reached";
 /// `until = "decided"`: the cell is undecided so far.
 pub const SEQUENTIAL_UNDECIDED: &str = "sequential: undecided at round";
-
-/// The rounds a job has run: the highest repetition of its runs, plus one.
-pub fn rounds_run(export: &JobExport) -> u32 {
-    export
-        .runs
-        .iter()
-        .map(|r| r.repetition + 1)
-        .max()
-        .unwrap_or(0)
-}
 
 /// Where a cell stands under `until = "decided"`: decided (faster, slower or equivalent) at
 /// the job's last round, undecided at the maximum, or undecided so far; the level of a look
@@ -158,24 +95,6 @@ fn target_status(
         TARGET_NOT_REACHED
     }
     .to_string()
-}
-
-/// The workload metrics a job's runs have, as (name, unit, higher is better), in the order
-/// the runs list them.
-pub fn workload_metrics(export: &JobExport) -> Vec<(String, String, bool)> {
-    let mut out: Vec<(String, String, bool)> = Vec::new();
-    let mut seen = BTreeSet::new();
-    for m in export
-        .runs
-        .iter()
-        .filter_map(|r| r.result.as_ref())
-        .flat_map(|r| &r.extra)
-    {
-        if seen.insert(m.name.clone()) {
-            out.push((m.name.clone(), m.unit.clone(), m.higher_is_better));
-        }
-    }
-    out
 }
 
 /// The metrics a job is analysed on: pgbench's columns, the job's workload metrics, and
@@ -235,7 +154,7 @@ fn analyse(
     let rounds = rounds_run(treat);
     let budget = budget::look(treat);
     // The race is judged on the headline metric, within one job.
-    let headline = crate::resolve("", treat).ok().filter(|_| base.is_none());
+    let headline = resolve_metric("", treat).ok().filter(|_| base.is_none());
     let race = headline.as_ref().and_then(|m| race::job_race(treat, m));
     metrics
         .iter()

@@ -5,8 +5,9 @@
 use blocklab_measure::job::{JobExport, RaceStanding};
 use blocklab_spec::RunState;
 
-use super::Options;
+use super::budget;
 use super::cell::{metric_value, runs};
+use super::job::{Options, rounds_run};
 use crate::race::{self, End, Entrant, Race, Rule, Standing};
 use crate::stats::Metric;
 
@@ -19,7 +20,7 @@ pub fn complete_rounds(export: &JobExport) -> u32 {
         .filter(|r| !r.state.parse().is_ok_and(RunState::is_finished))
         .map(|r| r.repetition)
         .min()
-        .unwrap_or_else(|| super::rounds_run(export))
+        .unwrap_or_else(|| rounds_run(export))
 }
 
 /// The race of a job on `metric` (its headline); `None` unless the job races.
@@ -60,7 +61,7 @@ pub fn end_text(export: &JobExport, race: &Race) -> String {
     match race.end {
         End::Decided { round } => format!("decided at round {round}"),
         End::MaxReached { round } => format!("max repetitions reached ({round})"),
-        End::Running => match super::budget::look(export).filter(|b| !b.round_fits()) {
+        End::Running => match budget::look(export).filter(|b| !b.round_fits()) {
             Some(b) => format!(
                 "budget reached ({} rounds, {:.0}s of {:.0}s)",
                 race.rounds, b.spent_seconds, b.budget_seconds

@@ -9,7 +9,7 @@ use super::svg::Chart;
 
 /// The race chart; `None` unless the job races and has had a look.
 pub fn race_chart(export: &JobExport) -> Option<Chart> {
-    let metric = crate::resolve("", export).ok()?;
+    let metric = crate::analysis::resolve_metric("", export).ok()?;
     let race = crate::analysis::race::job_race(export, &metric)?;
     let label = |cell: u32| {
         export

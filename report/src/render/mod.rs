@@ -6,7 +6,9 @@ use serde_json::json;
 use crate::ReportError;
 use crate::stats::Metric;
 
+mod compact;
 mod data;
+mod fit;
 mod metrics;
 mod own;
 mod race;
@@ -14,9 +16,11 @@ pub use race::{race_json, race_text};
 mod scaling;
 mod table;
 
+pub use compact::LEFT_OUT_ORDER;
 pub use data::{cell_json, csv_field};
+pub use fit::{PIPE_WIDTH, View, wrap};
 pub use metrics::{metric_rows, metric_table};
-pub use own::{own_json, own_tables};
+pub use own::{is_builtin_script, own_json, own_tables};
 pub use scaling::{KNEE_RULE, scaling_json, scaling_text};
 pub use table::table_rows;
 
@@ -151,6 +155,7 @@ fn render(
     json_head: serde_json::Value,
     prefix: &[(&str, &str)],
     footer: &str,
+    view: View,
 ) -> String {
     let metric = metric_of(cells);
     let (head, rows) = table_rows(cells, compare);
@@ -163,14 +168,21 @@ fn render(
             serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
         }
         Format::Markdown => markdown(&head, &rows) + "\n" + &notes(cells, &metric),
-        Format::Table => {
-            let mut t = comfy_table::Table::new();
-            t.set_header(head);
-            for r in rows {
-                t.add_row(r);
+        Format::Table => match view.width {
+            Some(width) => {
+                let (table, left_out) = compact::cell_table(cells, &metric, compare, width);
+                let notes = notes(cells, &metric) + &compact::cell_notes(cells, compare, &left_out);
+                format!("{table}\n{}{footer}", wrap(&notes, width))
             }
-            format!("{t}\n{}{footer}", notes(cells, &metric))
-        }
+            None => {
+                let mut t = comfy_table::Table::new();
+                t.set_header(head);
+                for r in rows {
+                    t.add_row(r);
+                }
+                format!("{t}\n{}{footer}", notes(cells, &metric))
+            }
+        },
     }
 }
 
@@ -207,7 +219,22 @@ pub fn host_warnings(r: &QueryResults, bullet: &str) -> String {
     out
 }
 
+/// `blocklab results` with every column and every statement (`--wide --statements`).
 pub fn render_results(r: &QueryResults, format: Format) -> String {
+    render_results_view(r, format, View::FULL)
+}
+
+/// The per-metric table for people: compact at the view's width, or every statistic.
+fn metric_text(by_metric: &[MetricResults], title: &str, view: View) -> String {
+    match view.width {
+        Some(width) => compact::metric_table(by_metric, title, width),
+        None => metrics::metric_table(by_metric, title),
+    }
+}
+
+/// `blocklab results` laid out as `view` says (the table format; markdown takes only its
+/// choice of statements; csv and json carry everything).
+pub fn render_results_view(r: &QueryResults, format: Format, view: View) -> String {
     let footer = if r.catalog_path.is_empty() {
         String::new()
     } else {
@@ -244,19 +271,20 @@ pub fn render_results(r: &QueryResults, format: Format) -> String {
             csv(&all, &[("job_id", &r.job_id)]) + &own_csv(r)
         }
         Format::Table => {
-            let body = render(&r.cells, format, false, head, &[], "");
-            body + &host_warnings(r, "")
-                + &race::race_text(&r.cells, "")
-                + &scaling_text(&r.cells, "")
-                + &metrics::metric_table(
+            let body = render(&r.cells, format, false, head, &[], "", view);
+            body + &view.wrap(&host_warnings(r, ""))
+                + &view.wrap(&race::race_text(&r.cells, ""))
+                + &view.wrap(&scaling_text(&r.cells, ""))
+                + &metric_text(
                     &r.by_metric,
                     "per metric (each cell against its baseline cell)",
+                    view,
                 )
-                + &own_text(&r.own_workload)
-                + &footer
+                + &own_text(&own::shown(&r.own_workload, view.builtin_statements), view)
+                + &view.wrap(&footer)
         }
         Format::Markdown => {
-            let mut body = render(&r.cells, format, false, head, &[], "");
+            let mut body = render(&r.cells, format, false, head, &[], "", view);
             body.push_str(&host_warnings(r, "- "));
             body.push_str(&race::race_text(&r.cells, "- "));
             body.push_str(&scaling_text(&r.cells, "- "));
@@ -265,9 +293,10 @@ pub fn render_results(r: &QueryResults, format: Format) -> String {
                 body.push('\n');
                 body.push_str(&markdown(&h, &rows));
             }
-            if !r.own_workload.is_empty() {
+            let own = own::shown(&r.own_workload, view.builtin_statements);
+            if !own.is_empty() {
                 body.push_str("\n### Own workload\n\n");
-                for (h, rows) in own_tables(&r.own_workload) {
+                for (h, rows) in own_tables(&own) {
                     if !rows.is_empty() {
                         body.push_str(&markdown(&h, &rows));
                         body.push('\n');
@@ -277,7 +306,7 @@ pub fn render_results(r: &QueryResults, format: Format) -> String {
             }
             body
         }
-        Format::Json => render(&r.cells, format, false, head, &[], ""),
+        Format::Json => render(&r.cells, format, false, head, &[], "", view),
     }
 }
 
@@ -305,28 +334,44 @@ fn own_csv(r: &QueryResults) -> String {
     text
 }
 
-/// The own-workload tables for the terminal.
-fn own_text(own: &[OwnWorkloadCell]) -> String {
+/// The own-workload tables for the terminal: as comfy-table draws them, or plain tables
+/// fitted to the view's width (a statement's command cut with `…` where it would not fit).
+fn own_text(own: &[OwnWorkloadCell], view: View) -> String {
     if own.is_empty() {
         return String::new();
     }
-    let mut out = String::from("own workload\n");
+    let mut out = String::from(if view.width.is_some() {
+        "\nown workload\n"
+    } else {
+        "own workload\n"
+    });
     for (h, rows) in own_tables(own) {
         if rows.is_empty() {
             continue;
         }
-        let mut t = comfy_table::Table::new();
-        t.set_header(h);
-        for r in rows {
-            t.add_row(r);
+        match view.width {
+            Some(width) => out.push_str(&own::fitted(h, rows, width)),
+            None => {
+                let mut t = comfy_table::Table::new();
+                t.set_header(h);
+                for r in rows {
+                    t.add_row(r);
+                }
+                out.push_str(&format!("{t}\n"));
+            }
         }
-        out.push_str(&format!("{t}\n"));
     }
-    out + OWN_NOTE
+    out + &view.wrap(OWN_NOTE)
 }
 
-/// `blocklab compare`: each cell of job B against the like cell of job A.
+/// `blocklab compare` with every column (`--wide`).
 pub fn render_compare(r: &Comparison, format: Format) -> String {
+    render_compare_view(r, format, View::FULL)
+}
+
+/// `blocklab compare`: each cell of job B against the like cell of job A, laid out as `view`
+/// says.
+pub fn render_compare_view(r: &Comparison, format: Format, view: View) -> String {
     let id = |j: &Option<JobSummary>| j.as_ref().map(|j| j.job_id.clone()).unwrap_or_default();
     let name = |j: &Option<JobSummary>| j.as_ref().map(|j| j.name.clone()).unwrap_or_default();
     let (a, b) = (id(&r.job_a), id(&r.job_b));
@@ -346,13 +391,16 @@ pub fn render_compare(r: &Comparison, format: Format) -> String {
         json_head,
         &[("job_a", &a), ("job_b", &b)],
         "",
+        view,
     );
     match format {
         Format::Table => {
-            head + &body
-                + &metrics::metric_table(
+            view.wrap(&head)
+                + &body
+                + &metric_text(
                     &r.by_metric,
                     "per metric (each cell of B against A's like cell)",
+                    view,
                 )
         }
         Format::Markdown => {

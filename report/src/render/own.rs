@@ -3,6 +3,8 @@
 use blocklab_measure::job::*;
 use serde_json::{Value, json};
 
+use super::fit::{Column, plain_table, table_width};
+
 fn ms(v: f64) -> String {
     format!("{v:.3}")
 }
@@ -82,6 +84,76 @@ pub(super) fn own_csv_rows(own: &[OwnWorkloadCell]) -> Vec<Vec<String>> {
         }
     }
     out
+}
+
+/// Whether `script` (a statement's script as the worker names it) is one of pgbench's
+/// builtin scripts (`<builtin: TPC-B (sort of)>`, ...) rather than a file of the job's own.
+pub fn is_builtin_script(script: &str) -> bool {
+    blocklab_script::builtin::Builtin::ALL
+        .iter()
+        .any(|b| b.description() == script)
+}
+
+/// The figures a text rendering shows: without `builtin` statements, only the statements of
+/// the job's own script files, and nothing at all when no cell keeps a statement or has a
+/// schedule lag, late or skipped transactions (a builtin script's job without a rate).
+pub(super) fn shown(own: &[OwnWorkloadCell], builtin: bool) -> Vec<OwnWorkloadCell> {
+    if builtin {
+        return own.to_vec();
+    }
+    let lagged = |c: &OwnWorkloadCell| {
+        c.schedule_lag_median_ms > 0.0 || c.schedule_lag_max_ms > 0.0 || c.late + c.skipped > 0
+    };
+    let mut out: Vec<OwnWorkloadCell> = own
+        .iter()
+        .map(|c| OwnWorkloadCell {
+            statements: c
+                .statements
+                .iter()
+                .filter(|s| !is_builtin_script(&s.script))
+                .cloned()
+                .collect(),
+            ..c.clone()
+        })
+        .collect();
+    if !out.iter().any(|c| !c.statements.is_empty() || lagged(c)) {
+        out.clear();
+    }
+    out
+}
+
+/// One of [`own_tables`] as a plain table within `width`: shorter headers, and the `command`
+/// column (if any) cut with `…` to what is left beside the others, at least 12 characters.
+pub(super) fn fitted(header: Vec<String>, rows: Vec<Vec<String>>, width: usize) -> String {
+    let mut columns: Vec<Column> = header
+        .into_iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let cells = rows.iter().map(|r| r[i].clone()).collect();
+            match h.as_str() {
+                "cell" | "script" | "command" => Column::left(h, cells),
+                "median schedule lag ms" => Column::right("lag median ms", cells),
+                "max schedule lag ms" => Column::right("lag max ms", cells),
+                "median latency ms" => Column::right("latency ms", cells),
+                _ => Column::right(h, cells),
+            }
+        })
+        .collect();
+    if let Some(at) = columns.iter().position(|c| c.header == "command") {
+        let others: Vec<&Column> = columns
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != at)
+            .map(|(_, c)| c)
+            .collect();
+        let room = width.saturating_sub(table_width(&others) + 2).max(12);
+        for cell in &mut columns[at].cells {
+            if cell.chars().count() > room {
+                *cell = cell.chars().take(room - 1).collect::<String>() + "…";
+            }
+        }
+    }
+    plain_table(&columns.iter().collect::<Vec<_>>())
 }
 
 /// Two tables for people: per cell its lag and late/skipped counts; per cell and script its

@@ -5,11 +5,11 @@ use blocklab_measure::job::*;
 use crate::format::{cell_metric, num, p_value, pct, size};
 use crate::stats::Metric;
 
-fn or_dash(v: Option<String>) -> String {
+pub(super) fn or_dash(v: Option<String>) -> String {
     v.unwrap_or_else(|| "-".into())
 }
 
-fn change(c: &CellResult, s_pct: Option<f64>) -> String {
+pub(super) fn change(c: &CellResult, s_pct: Option<f64>) -> String {
     match (c.is_baseline, s_pct) {
         (true, _) => "(baseline)".into(),
         (false, Some(p)) => pct(p),

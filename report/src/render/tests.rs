@@ -150,7 +150,7 @@ fn workload_metrics_travel_in_every_format() {
 }
 
 /// A job's cells as the analysis returns them when it excludes suspect runs and has a target.
-fn judged_cells() -> Vec<CellResult> {
+pub(super) fn judged_cells() -> Vec<CellResult> {
     let base = CellResult {
         label: "bs=8K".into(),
         metric: "tps".into(),
@@ -449,4 +449,66 @@ fn a_job_until_decided_says_its_stopping_rule_and_round() {
         "{text}"
     );
     assert!(!text.contains("until the 95% CI is within"), "{text}");
+}
+
+/// A job with every part under its table: verdicts, a target, excluded suspect runs, a host
+/// warning, workload metrics, own-workload figures and a catalog path.
+pub(crate) fn full_results() -> QueryResults {
+    let mut cells = judged_cells();
+    cells[1].model = "rounds".into();
+    cells[1].mde_pct = Some(0.4321);
+    let mut slow = cells[1].clone();
+    slow.label = "bs=16K".into();
+    slow.cell_index = 2;
+    slow.replicate = false;
+    slow.compared_on = "page size".into();
+    slow.mean = 905.3;
+    slow.ci95_low = 880.1;
+    slow.ci95_high = 930.5;
+    slow.n = 3;
+    slow.pct_change_vs_baseline = Some(-9.47);
+    slow.pct_change_ci95_low = Some(-12.3);
+    slow.pct_change_ci95_high = Some(-6.55);
+    slow.q_value = Some(0.004);
+    slow.tost_q_value = Some(0.99);
+    slow.verdict = "slower".into();
+    slow.mde_pct = Some(3.87);
+    slow.runs_suspect = 0;
+    slow.runs_excluded = 0;
+    slow.suspect_reasons.clear();
+    cells.push(slow);
+    for (i, c) in cells.iter_mut().enumerate() {
+        c.cell_index = i as u32;
+    }
+    let metric = |name: &str, unit: &str, higher: bool, means: [f64; 3]| MetricResults {
+        name: name.into(),
+        unit: unit.into(),
+        higher_is_better: higher,
+        cells: cells
+            .iter()
+            .zip(means)
+            .map(|(c, mean)| CellResult {
+                metric: name.into(),
+                unit: unit.into(),
+                higher_is_better: higher,
+                mean,
+                ..c.clone()
+            })
+            .collect(),
+    };
+    QueryResults {
+        job_id: "j".into(),
+        by_metric: vec![
+            metric("wal_bytes_per_txn", "B/txn", false, [512.0, 515.5, 1020.25]),
+            metric("checkpoints_in_window", "count", false, [0.0, 0.0, 1.0]),
+        ],
+        cells,
+        catalog_path: "/var/lib/blocklab/catalog.db".into(),
+        own_workload: crate::own_workload(&crate::own::tests::export()),
+        host_warnings: vec![HostWarning {
+            warning: "transparent huge pages: always".into(),
+            runs: 2,
+        }],
+        runs_done: 9,
+    }
 }

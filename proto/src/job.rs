@@ -289,7 +289,8 @@ both_ways!(
         rounds,
         runs_spent,
         full_grid_runs,
-        end
+        end,
+        default_label
     ],
     []
 );

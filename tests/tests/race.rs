@@ -50,7 +50,9 @@ duration = "2s"
     let export = blocklab_tests::export_job(&mut client, &job, false).await;
     assert_eq!(export.cells.len(), 6, "{:?}", export.cells);
     let label = |i: u32| export.cells[i as usize].label.clone();
-    let race = blocklab_report::analysis::race::job_race(&export, &Metric::Tps).expect("a race");
+    let races = blocklab_report::analysis::race::job_races(&export, &Metric::Tps);
+    assert_eq!(races.len(), 1, "one client count: one race");
+    let race = &races[0];
     let runs_of = |cell: u32| export.runs.iter().filter(|r| r.cell_index == cell).count();
     let rounds = blocklab_report::analysis::rounds_run(&export);
     // The job stopped where the replayed race ends.

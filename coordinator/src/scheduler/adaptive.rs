@@ -9,8 +9,9 @@
 //! (`blocklab_report::stats::sequential`), so stopping at the first decided look keeps the
 //! false positives within alpha.
 //!
-//! With `search = "race"` the race decides ([`blocklab_report::race`]): a round is added, for
-//! the cells still racing only, until the race is decided or at the maximum.
+//! With `search = "race"` the races decide ([`blocklab_report::race`], one per group of cells
+//! sharing a default): a round is added, for the cells still racing in races not yet over,
+//! until every race is decided or at the maximum.
 
 use blocklab_report::{analysis, stats};
 use blocklab_spec::{Plan, Spec};
@@ -67,10 +68,10 @@ impl Scheduler {
         };
         let export = export_job(&self.catalog, job_id, false).await?;
         let rounds = analysis::rounds_run(&export);
-        let race = race(&export);
-        let decision = match (&race, adaptive.target_ci_pct) {
-            (Some(race), _) => decide_race(rounds, adaptive.max, race),
-            (None, Some(target)) if !adaptive.until_decided => {
+        let races = races(&export);
+        let decision = match (races.is_empty(), adaptive.target_ci_pct) {
+            (false, _) => decide_race(rounds, adaptive.max, &races),
+            (true, Some(target)) if !adaptive.until_decided => {
                 decide(rounds, adaptive.max, target, widest_ci_pct(&export))
             }
             _ => decide_sequential(rounds, adaptive.max, undecided_cells(&export)),
@@ -88,9 +89,9 @@ impl Scheduler {
             .max()
             .unwrap_or(0);
         let mut runs = spec.more_rounds(plan, round..round + 1, next_sequence);
-        if let Some(race) = &race {
+        if !races.is_empty() {
             // Only the cells still racing run the round, in the round's order.
-            let racing = race.racing();
+            let racing = racing(&races);
             runs.retain(|r| racing.contains(&r.cell_index));
             for (i, r) in runs.iter_mut().enumerate() {
                 r.sequence = next_sequence + u32::try_from(i).unwrap_or(u32::MAX);
@@ -142,24 +143,44 @@ fn undecided_cells(export: &blocklab_measure::job::JobExport) -> usize {
         .count()
 }
 
-/// The job's race on its headline metric; `None` unless it races.
-fn race(export: &blocklab_measure::job::JobExport) -> Option<blocklab_report::race::Race> {
-    let metric = blocklab_report::resolve("", export).ok()?;
-    analysis::race::job_race(export, &metric)
+/// The job's races on its headline metric (one per group of cells sharing a default); empty
+/// unless it races.
+fn races(export: &blocklab_measure::job::JobExport) -> Vec<blocklab_report::race::Race> {
+    match blocklab_report::resolve("", export) {
+        Ok(metric) => analysis::race::job_races(export, &metric),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The cells that run the next round: those still racing in a race that is not over.
+fn racing(races: &[blocklab_report::race::Race]) -> Vec<u32> {
+    races
+        .iter()
+        .filter(|r| r.end == blocklab_report::race::End::Running)
+        .flat_map(|r| r.racing())
+        .collect()
 }
 
 /// `search = "race"`: whether to add round number `rounds` (0-based) for the cells still
-/// racing.
-pub(crate) fn decide_race(rounds: u32, max: u32, race: &blocklab_report::race::Race) -> Decision {
+/// racing in races that are not over; decided when every race is.
+pub(crate) fn decide_race(
+    rounds: u32,
+    max: u32,
+    races: &[blocklab_report::race::Race],
+) -> Decision {
     use blocklab_report::race::End;
-    let racing = race.racing().len();
-    match race.end {
-        End::Decided { .. } => Decision::Decided { rounds },
-        End::MaxReached { .. } => Decision::UndecidedAtMax {
-            rounds,
-            undecided: racing,
-        },
-        End::Running => decide_sequential(rounds, max, racing),
+    let running = racing(races).len();
+    if races.iter().all(|r| matches!(r.end, End::Decided { .. })) {
+        Decision::Decided { rounds }
+    } else if running == 0 {
+        let undecided = races
+            .iter()
+            .filter(|r| matches!(r.end, End::MaxReached { .. }))
+            .map(|r| r.racing().len())
+            .sum();
+        Decision::UndecidedAtMax { rounds, undecided }
+    } else {
+        decide_sequential(rounds, max, running)
     }
 }
 

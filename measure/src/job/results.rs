@@ -117,6 +117,9 @@ pub struct RaceStanding {
     pub full_grid_runs: u32,
     /// "running", "decided at round N" or "max repetitions reached (N)".
     pub end: String,
+    /// The default cell of the cell's race (a job races each group of cells that share a
+    /// default, e.g. one per client count).
+    pub default_label: String,
 }
 
 /// A cell's statistics over a set of runs.

@@ -155,7 +155,10 @@ fn analyse(
     let budget = budget::look(treat);
     // The race is judged on the headline metric, within one job.
     let headline = resolve_metric("", treat).ok().filter(|_| base.is_none());
-    let race = headline.as_ref().and_then(|m| race::job_race(treat, m));
+    let races = headline
+        .as_ref()
+        .map(|m| race::job_races(treat, m))
+        .unwrap_or_default();
     metrics
         .iter()
         .enumerate()
@@ -192,11 +195,8 @@ fn analyse(
                         r.is_baseline = false;
                     }
                     r.target_status = target_status(&o, &r, rounds, budget);
-                    if let Some(race) = race
-                        .as_ref()
-                        .filter(|_| headline.as_ref().is_some_and(|h| h.name() == metric.name()))
-                    {
-                        r.race = race::standing(treat, race, ec.cell_index);
+                    if headline.as_ref().is_some_and(|h| h.name() == metric.name()) {
+                        r.race = race::standing(treat, &races, ec.cell_index);
                         if let Some(s) = &r.race {
                             r.target_status = race::status(s);
                         }

@@ -1,6 +1,7 @@
-//! A `search = "race"` job's race from its export ([`crate::race`]): each cell's runs of the
-//! headline metric as an entrant, the baseline cell as the default, the job's rounds and band
-//! as the rule; and each cell's standing as the results carry it.
+//! A `search = "race"` job's races from its export ([`crate::race`]): one race per group of
+//! cells that share a default (the baseline cell at the root of their baseline chain: one
+//! group per client count or scale, say), each cell's runs of the headline metric an entrant,
+//! the job's rounds and band the rule; and each cell's standing as the results carry it.
 
 use blocklab_measure::job::{JobExport, RaceStanding};
 use blocklab_spec::RunState;
@@ -23,37 +24,63 @@ pub fn complete_rounds(export: &JobExport) -> u32 {
         .unwrap_or_else(|| rounds_run(export))
 }
 
-/// The race of a job on `metric` (its headline); `None` unless the job races.
-pub fn job_race(export: &JobExport, metric: &Metric) -> Option<Race> {
+/// The baseline cell at the root of a cell's baseline chain (the cell itself when it has
+/// none).
+fn root(export: &JobExport, cell_index: u32) -> u32 {
+    let mut at = cell_index;
+    for _ in 0..export.cells.len() {
+        match export
+            .cells
+            .iter()
+            .find(|c| c.cell_index == at)
+            .and_then(|c| c.baseline_cell_index)
+        {
+            Some(b) if b != at => at = b,
+            _ => break,
+        }
+    }
+    at
+}
+
+/// The races of a job on `metric` (its headline), one per group of cells sharing a default,
+/// in the order of their defaults; empty unless the job races.
+pub fn job_races(export: &JobExport, metric: &Metric) -> Vec<Race> {
     let o = Options::of(export);
     if !o.race {
-        return None;
+        return Vec::new();
     }
-    let entrants: Vec<Entrant> = export
-        .cells
-        .iter()
-        .map(|c| {
-            let r = runs(export, c.cell_index, o.exclude_suspect);
-            Entrant {
-                cell: c.cell_index,
-                is_default: c.is_baseline,
-                runs: r
-                    .rounds
-                    .iter()
-                    .zip(&r.used)
-                    .map(|(round, m)| (*round, metric_value(m, metric)))
-                    .filter(|(_, v)| v.is_finite())
-                    .collect(),
-            }
-        })
-        .collect();
     let rule = Rule {
         min_rounds: o.min_repetitions,
         max_rounds: o.max_repetitions,
         band_pct: o.equivalence_pct,
         higher_is_better: metric.higher_is_better(),
     };
-    Some(race::race(&entrants, complete_rounds(export), &rule))
+    let complete = complete_rounds(export);
+    let mut groups: Vec<(u32, Vec<Entrant>)> = Vec::new();
+    for c in &export.cells {
+        let r = runs(export, c.cell_index, o.exclude_suspect);
+        let entrant = Entrant {
+            cell: c.cell_index,
+            is_default: c.is_baseline,
+            runs: r
+                .rounds
+                .iter()
+                .zip(&r.used)
+                .map(|(round, m)| (*round, metric_value(m, metric)))
+                .filter(|(_, v)| v.is_finite())
+                .collect(),
+        };
+        let key = root(export, c.cell_index);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, g)) => g.push(entrant),
+            None => groups.push((key, vec![entrant])),
+        }
+    }
+    groups.sort_by_key(|(k, _)| *k);
+    groups
+        .iter()
+        .map(|(_, entrants)| race::race(entrants, complete, &rule))
+        .collect()
 }
 
 /// How the race ends (or that it runs), as the results name it.
@@ -72,7 +99,12 @@ pub fn end_text(export: &JobExport, race: &Race) -> String {
 }
 
 /// A cell's standing as the results carry it.
-pub(super) fn standing(export: &JobExport, race: &Race, cell_index: u32) -> Option<RaceStanding> {
+pub(super) fn standing(
+    export: &JobExport,
+    races: &[Race],
+    cell_index: u32,
+) -> Option<RaceStanding> {
+    let race = races.iter().find(|r| r.of(cell_index).is_some())?;
     let c = race.of(cell_index)?;
     let label = |cell: u32| {
         export
@@ -103,6 +135,12 @@ pub(super) fn standing(export: &JobExport, race: &Race, cell_index: u32) -> Opti
         runs_spent: race.runs_spent,
         full_grid_runs: race.full_grid_runs,
         end: end_text(export, race),
+        default_label: race
+            .cells
+            .iter()
+            .find(|c| c.is_default)
+            .map(|c| label(c.cell))
+            .unwrap_or_default(),
     })
 }
 

@@ -262,7 +262,7 @@ pub fn trace_charts(export: &JobExport) -> Vec<Chart> {
 pub fn charts(export: &JobExport) -> Vec<Chart> {
     metric_chart(export)
         .into_iter()
-        .chain(race::race_chart(export))
+        .chain(race::race_charts(export))
         .chain(scaling_charts(&export.results))
         .chain(metrics::change_chart(export))
         .chain(trace_charts(export))

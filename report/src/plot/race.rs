@@ -1,16 +1,31 @@
-//! The race of a `search = "race"` job drawn: at each look, every cell still racing against
-//! the best of that look (its change with the 95% CI), the cells that left at that look
-//! greyed.
+//! The races of a `search = "race"` job drawn, one chart per race: at each look, every cell
+//! still racing against the best of that look (its change with the 95% CI), the cells that
+//! left at that look greyed.
 
 use blocklab_measure::job::JobExport;
 
 use super::forest::{ForestRow, forest_chart};
 use super::svg::Chart;
 
-/// The race chart; `None` unless the job races and has had a look.
-pub fn race_chart(export: &JobExport) -> Option<Chart> {
-    let metric = crate::analysis::resolve_metric("", export).ok()?;
-    let race = crate::analysis::race::job_race(export, &metric)?;
+/// A chart per race that has had a look; none unless the job races.
+pub fn race_charts(export: &JobExport) -> Vec<Chart> {
+    let Ok(metric) = crate::analysis::resolve_metric("", export) else {
+        return Vec::new();
+    };
+    let races = crate::analysis::race::job_races(export, &metric);
+    let many = races.len() > 1;
+    races
+        .iter()
+        .filter_map(|race| chart(export, &metric, race, many))
+        .collect()
+}
+
+fn chart(
+    export: &JobExport,
+    metric: &crate::stats::Metric,
+    race: &crate::race::Race,
+    many: bool,
+) -> Option<Chart> {
     let label = |cell: u32| {
         export
             .cells
@@ -38,9 +53,16 @@ pub fn race_chart(export: &JobExport) -> Option<Chart> {
             });
         }
     }
+    let default = race
+        .cells
+        .iter()
+        .find(|c| c.is_default)
+        .map(|c| format!(" (default {})", label(c.cell)))
+        .filter(|_| many)
+        .unwrap_or_default();
     forest_chart(
         &format!(
-            "race on {}: each cell against the best at each look",
+            "race on {}{default}: each cell against the best at each look",
             metric.name()
         ),
         &rows,

@@ -251,7 +251,7 @@ pub fn render_results_view(r: &QueryResults, format: Format, view: View) -> Stri
         head["scaling"] = s;
     }
     if let Some(race) = race::race_json(&r.cells) {
-        head["race"] = race;
+        head["races"] = race;
     }
     let headline = r
         .cells

@@ -1,6 +1,7 @@
-//! A racing job's race in text and JSON: how it ended, the best set, each dropped cell with
-//! the round it left and its change against the best, the best against the default, and the
-//! runs spent against a full grid of the same rounds.
+//! A racing job's races in text and JSON (one per group of cells sharing a default): how each
+//! ended, the best set, each dropped cell with the round it left and its change against the
+//! best, the best against the default, and the runs spent against a full grid of the same
+//! rounds.
 
 use blocklab_measure::job::CellResult;
 use serde_json::{Value, json};
@@ -14,17 +15,43 @@ fn interval(low: Option<f64>, high: Option<f64>) -> String {
     }
 }
 
-/// The race's lines after `bullet` (empty unless the cells raced).
+/// The cells that raced, by race (the default's label), in the order of the cells.
+fn groups(cells: &[CellResult]) -> Vec<(&str, Vec<&CellResult>)> {
+    let mut out: Vec<(&str, Vec<&CellResult>)> = Vec::new();
+    for c in cells {
+        let Some(r) = &c.race else { continue };
+        match out.iter_mut().find(|(d, _)| *d == r.default_label) {
+            Some((_, g)) => g.push(c),
+            None => out.push((r.default_label.as_str(), vec![c])),
+        }
+    }
+    out
+}
+
+/// The races' lines after `bullet` (empty unless the cells raced).
 pub fn race_text(cells: &[CellResult], bullet: &str) -> String {
-    let raced: Vec<&CellResult> = cells.iter().filter(|c| c.race.is_some()).collect();
+    let groups = groups(cells);
+    let many = groups.len() > 1;
+    groups
+        .iter()
+        .map(|(default, raced)| group_text(raced, default, many, bullet))
+        .collect()
+}
+
+fn group_text(raced: &[&CellResult], default: &str, many: bool, bullet: &str) -> String {
     let Some(first) = raced.first().and_then(|c| c.race.as_ref()) else {
         return String::new();
     };
     let indent = if bullet.is_empty() { "  " } else { bullet };
     let metric = cell_metric(raced[0]);
     let mut out = format!(
-        "\nrace on {} ({} better): {}\n",
+        "\nrace on {}{} ({} better): {}\n",
         raced[0].metric,
+        if many {
+            format!(" among the cells of default {default}")
+        } else {
+            String::new()
+        },
         if raced[0].higher_is_better {
             "higher"
         } else {
@@ -63,7 +90,7 @@ pub fn race_text(cells: &[CellResult], bullet: &str) -> String {
             set.join("; ")
         ));
     }
-    for c in &raced {
+    for c in raced {
         let r = c.race.as_ref().expect("raced");
         if matches!(r.standing.as_str(), "best" | "in the best set") {
             continue;
@@ -112,9 +139,23 @@ pub fn race_text(cells: &[CellResult], bullet: &str) -> String {
     out
 }
 
-/// The race in the results' JSON: its end, rounds and runs, and each cell's standing.
+/// The races in the results' JSON: each with its default, end, rounds and runs, and each
+/// cell's standing; `None` unless the cells raced.
 pub fn race_json(cells: &[CellResult]) -> Option<Value> {
-    let first = cells.iter().find_map(|c| c.race.as_ref())?;
+    let groups = groups(cells);
+    if groups.is_empty() {
+        return None;
+    }
+    Some(Value::Array(
+        groups
+            .iter()
+            .map(|(default, raced)| group_json(raced, default))
+            .collect(),
+    ))
+}
+
+fn group_json(cells: &[&CellResult], default: &str) -> Value {
+    let first = cells[0].race.as_ref().expect("raced");
     let standings: Vec<Value> = cells
         .iter()
         .filter_map(|c| {
@@ -132,12 +173,13 @@ pub fn race_json(cells: &[CellResult]) -> Option<Value> {
             }))
         })
         .collect();
-    Some(json!({
+    json!({
+        "default": default,
         "metric": cells[0].metric,
         "end": first.end,
         "rounds": first.rounds,
         "runs_spent": first.runs_spent,
         "full_grid_runs": first.full_grid_runs,
         "cells": standings,
-    }))
+    })
 }

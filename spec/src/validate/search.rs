@@ -18,8 +18,9 @@ pub(super) struct Parts<'a> {
 pub const MIN_RACE_CELLS: usize = 3;
 
 /// `search`: "grid" (the default) or "race"; a race needs adaptive repetitions until
-/// decided, rounds as blocks, one source, one workload, one client count and scale (and at
-/// least [`MIN_RACE_CELLS`] cells, [`enough_cells`]).
+/// decided, rounds as blocks, one source and one workload (and at least [`MIN_RACE_CELLS`]
+/// cells in each race, [`enough_cells`]). Cells that share a default race together: each
+/// client count (or scale) is a race of its own.
 pub(super) fn search(p: Parts<'_>) -> Result<Search, SpecError> {
     match p.search {
         None | Some("grid") => return Ok(Search::Grid),
@@ -59,15 +60,6 @@ pub(super) fn search(p: Parts<'_>) -> Result<Search, SpecError> {
             "races the cells of one workload; remove the variants",
         );
     }
-    if p.matrix.clients.len() > 1 {
-        return refuse(
-            "matrix.clients",
-            "races the cells of one client count; give one",
-        );
-    }
-    if p.matrix.scale.len() > 1 {
-        return refuse("matrix.scale", "races the cells of one scale; give one");
-    }
     if p.matrix.replicate_baseline {
         return refuse(
             "matrix.replicate_baseline",
@@ -77,15 +69,40 @@ pub(super) fn search(p: Parts<'_>) -> Result<Search, SpecError> {
     Ok(Search::Race)
 }
 
-/// A race's matrix has at least [`MIN_RACE_CELLS`] cells (as planned: one axis at a time
-/// from the baseline unless `vary = "all"`).
+/// Each race of a job (the cells sharing a default: the root of their baseline chain) has at
+/// least [`MIN_RACE_CELLS`] cells (as planned: one axis at a time from the baseline unless
+/// `vary = "all"`).
 pub(super) fn enough_cells(spec: &Spec) -> Result<(), SpecError> {
-    let cells = crate::baselines::cells(spec).len();
-    if spec.search == Search::Race && cells < MIN_RACE_CELLS {
+    if spec.search != Search::Race {
+        return Ok(());
+    }
+    let cells = crate::baselines::cells(spec);
+    let root = |mut at: u32| {
+        for _ in 0..cells.len() {
+            match cells.get(at as usize).and_then(|c| c.baseline_cell) {
+                Some(b) if b != at => at = b,
+                _ => break,
+            }
+        }
+        at
+    };
+    let mut sizes: Vec<(u32, usize)> = Vec::new();
+    for c in &cells {
+        let r = root(c.index);
+        match sizes.iter_mut().find(|(k, _)| *k == r) {
+            Some((_, n)) => *n += 1,
+            None => sizes.push((r, 1)),
+        }
+    }
+    if let Some((r, n)) = sizes.iter().find(|(_, n)| *n < MIN_RACE_CELLS) {
+        let default = cells
+            .get(*r as usize)
+            .map(|c| c.label_in(spec))
+            .unwrap_or_default();
         return Err(SpecError::new(
             "matrix",
             format!(
-                "search = \"race\" needs at least {MIN_RACE_CELLS} cells (this matrix has {cells}); compare two cells with until = \"decided\""
+                "search = \"race\" needs at least {MIN_RACE_CELLS} cells in each race (the cells of default {default} are {n}); compare two cells with until = \"decided\""
             ),
         ));
     }
@@ -107,6 +124,10 @@ mod tests {
         assert_eq!(s.plan().runs.len(), 6 * 3);
         let grid = Spec::parse(&format!("name = \"g\"\nrepetitions = 2\n{REST}")).expect("grid");
         assert_eq!(grid.search, Search::Grid);
+        // A race per client count.
+        let ladder = REST.replace("clients = [4]", "clients = [1, 4]");
+        let s = Spec::parse(&format!("{RACE}{ladder}")).expect("a race per client count");
+        assert_eq!(s.plan().cells.len(), 12);
     }
 
     #[test]
@@ -126,7 +147,6 @@ mod tests {
         );
         let sequential = RACE.replace("order = \"randomized-block\"", "order = \"sequential\"");
         let two_cells = REST.replace("wal_block_size_kb = [4, 8, 16]", "wal_block_size_kb = [8]");
-        let ladder = REST.replace("clients = [4]", "clients = [1, 4]");
         let aa = REST.replace("clients = [4]", "clients = [4]\nreplicate_baseline = true");
         for (text, field, says) in [
             (
@@ -143,12 +163,7 @@ mod tests {
             (
                 format!("{RACE}{two_cells}"),
                 "matrix",
-                "at least 3 cells (this matrix has 2)",
-            ),
-            (
-                format!("{RACE}{ladder}"),
-                "matrix.clients",
-                "one client count",
+                "at least 3 cells in each race (the cells of default bs=8K",
             ),
             (
                 format!("{RACE}{aa}"),

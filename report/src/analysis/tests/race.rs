@@ -123,8 +123,9 @@ fn the_results_name_the_best_the_drops_and_the_runs_spent() {
         assert!(text.contains(line), "{line:?} in\n{text}");
     }
     let json = crate::render::race_json(&e.results).expect("json");
-    assert_eq!(json["end"], "decided at round 3");
-    assert_eq!(json["cells"][1]["dropped_round"], 3);
+    assert_eq!(json[0]["end"], "decided at round 3");
+    assert_eq!(json[0]["default"], "8K");
+    assert_eq!(json[0]["cells"][1]["dropped_round"], 3);
     let html = crate::html::report(&e);
     assert!(html.contains("<h3 id=\"race\">Race</h3>"));
     assert!(html.contains("race on tps: each cell against the best at each look"));
@@ -139,4 +140,53 @@ fn a_dropped_cell_runs_no_more_rounds_and_the_replay_keeps_its_drop() {
     assert_eq!(slow.dropped_round, Some(3));
     assert_eq!(slow.runs_spent, 3 * 4 + 2 * 3);
     assert_eq!(slow.full_grid_runs, 5 * 4);
+}
+
+#[test]
+fn each_group_of_cells_sharing_a_default_races_on_its_own() {
+    // The same four cells at 1 and at 4 clients: two races, each with its own default and best.
+    let mut e = job(3);
+    let n = e.cells.len() as u32;
+    let mut more = Vec::new();
+    for c in &e.cells {
+        let mut c = c.clone();
+        c.cell_index += n;
+        c.label = format!("{} c1", c.label);
+        c.clients = 1;
+        c.baseline_cell_index = c.baseline_cell_index.map(|b| b + n);
+        more.push(c);
+    }
+    let runs: Vec<ExportRun> = e
+        .runs
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.cell_index += n;
+            // At 1 client the default (cell 4) leads by 3%.
+            if let Some(m) = r.result.as_mut() {
+                m.tps /= if r.cell_index == n { 0.97 } else { 4.0 };
+            }
+            r
+        })
+        .collect();
+    e.cells.extend(more);
+    e.runs.extend(runs);
+    let races = race::job_races(&e, &Metric::Tps);
+    assert_eq!(races.len(), 2);
+    assert_eq!((races[0].best, races[1].best), (Some(2), Some(n)));
+    let cells = cell_results(&e, &Metric::Tps);
+    let r = |i: usize| cells[i].race.as_ref().expect("race");
+    assert_eq!(r(1).default_label, "8K");
+    assert_eq!(r(5).default_label, "8K c1");
+    assert_eq!(r(4).standing, "best");
+    let text = crate::render::race_text(&cells, "");
+    assert!(
+        text.contains("race on tps among the cells of default 8K (higher better)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("race on tps among the cells of default 8K c1 (higher better)"),
+        "{text}"
+    );
+    assert!(text.contains("  the default is the best\n"), "{text}");
 }

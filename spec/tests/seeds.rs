@@ -56,6 +56,8 @@ fn every_seed_spec_validates_and_names_its_seed() {
             "004-pgbench-many-clients.toml",
             "005-wal-4k-vs-8k-inserts.toml",
             "006-ssd-4k-vs-8k-updates.toml",
+            "007-wal-4k-race-inserts.toml",
+            "008-wal-4k-race-tpcb.toml",
         ]
     );
     for (file, spec) in &g {
@@ -81,6 +83,8 @@ fn each_seed_spec_is_its_sources_experiment() {
             "tpcc",
             "maintenance",
             "probe",
+            "pgbench",
+            "pgbench",
             "pgbench",
             "pgbench",
             "pgbench"
@@ -126,4 +130,18 @@ fn each_seed_spec_is_its_sources_experiment() {
     assert_eq!(ssd.block_sizes_kb, [4, 8]);
     assert_eq!(ssd.workload.builtin, "simple-update");
     assert_eq!(ssd.workload.protocol, "prepared");
+
+    // Should WAL pages default to 4K: a race per client count over 2K-16K WAL pages, each with
+    // wal_buffers automatic and held, for inserts and for TPC-B-like.
+    for (seed, scripts) in [("007", 1), ("008", 0)] {
+        let race = bench(&g, seed);
+        assert_eq!(race.search, blocklab_spec::Search::Race, "{seed}");
+        assert_eq!(race.wal_block_sizes_kb, [2, 4, 8, 16]);
+        assert_eq!(race.clients, [1, 8, 32]);
+        assert_eq!(race.settings_variants.len(), 2);
+        assert_eq!(race.workload.pgbench.scripts.len(), scripts, "{seed}");
+        let plan = race.plan();
+        assert_eq!(plan.cells.len(), 4 * 2 * 3);
+        assert_eq!(plan.cells.iter().filter(|c| c.is_baseline).count(), 3);
+    }
 }

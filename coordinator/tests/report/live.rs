@@ -1,28 +1,33 @@
 //! The dashboard's job list: each job's headline comparison, and a running job's progress
 //! updated in place by the page's script from `/jobs.json`, without a reload. Chromium loads
-//! the index through a relay that tells when the page has been served; only then does the
-//! job move on in the catalog, so what the page shows after the script's next read can only
-//! have come from the script.
+//! the index through a relay that tells when the page has been served and holds the script's
+//! reads of `/jobs.json` until the job has moved on in the catalog, so what the page shows in
+//! the end can only have come from the script.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use super::dashboard::{chromium, http, start};
 use super::fixture;
 
-/// A TCP relay to `to`; sends the first line of each request it forwards once the server's
-/// answer to it has come back.
-async fn relay(to: SocketAddr) -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
+/// A TCP relay to `to`. It holds every request for `/jobs.json` until `open` is true, and
+/// sends the first line of each request it forwards as soon as the server's answer to it
+/// begins to come back (the server has read the catalog for it by then).
+async fn relay(
+    to: SocketAddr,
+    open: watch::Receiver<bool>,
+) -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let (tx, rx) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         while let Ok((mut client, _)) = listener.accept().await {
             let tx = tx.clone();
+            let mut open = open.clone();
             tokio::spawn(async move {
                 let mut server = TcpStream::connect(to).await.expect("dashboard");
                 let mut buf = vec![0u8; 64 * 1024];
@@ -36,24 +41,23 @@ async fn relay(to: SocketAddr) -> (SocketAddr, mpsc::UnboundedReceiver<String>) 
                         .next()
                         .unwrap_or_default()
                         .to_string();
+                    if line.starts_with("GET /jobs.json") && open.wait_for(|o| *o).await.is_err() {
+                        return;
+                    }
                     if server.write_all(&buf[..n]).await.is_err() {
                         return;
                     }
-                    // One answer per request: relay until the server pauses.
-                    let mut answered = false;
+                    // Relay the answer until the server pauses or closes.
+                    let mut told = false;
                     loop {
-                        let read = tokio::time::timeout(
-                            Duration::from_millis(if answered { 200 } else { 30_000 }),
-                            server.read(&mut buf),
-                        )
-                        .await;
-                        match read {
-                            Ok(Ok(0)) | Ok(Err(_)) => {
-                                let _ = tx.send(line);
-                                return;
-                            }
+                        let wait = Duration::from_millis(if told { 200 } else { 30_000 });
+                        match tokio::time::timeout(wait, server.read(&mut buf)).await {
+                            Ok(Ok(0)) | Ok(Err(_)) => return,
                             Ok(Ok(n)) => {
-                                answered = true;
+                                if !told {
+                                    told = true;
+                                    let _ = tx.send(line.clone());
+                                }
                                 if client.write_all(&buf[..n]).await.is_err() {
                                     return;
                                 }
@@ -61,7 +65,6 @@ async fn relay(to: SocketAddr) -> (SocketAddr, mpsc::UnboundedReceiver<String>) 
                             Err(_) => break,
                         }
                     }
-                    let _ = tx.send(line);
                 }
             });
         }
@@ -107,12 +110,20 @@ async fn the_job_list_shows_headlines_and_updates_a_running_job_in_place() {
     );
     let before = line(&f.job_b)["runs"].as_str().expect("runs").to_string();
 
-    let (proxy, mut served) = relay(addr).await;
+    let (open, gate) = watch::channel(false);
+    let (proxy, mut served) = relay(addr, gate).await;
     let profile = tempfile::tempdir().expect("profile");
     let url = format!("http://{proxy}/");
     let browser = tokio::spawn({
         let profile = profile.path().to_path_buf();
-        async move { chromium(&profile, &["--dump-dom", "--timeout=9000"], &url).await }
+        async move {
+            chromium(
+                &profile,
+                &["--dump-dom", "--virtual-time-budget=10000"],
+                &url,
+            )
+            .await
+        }
     });
     // The index has been served: now the last run ends and the job is done.
     loop {
@@ -134,6 +145,7 @@ async fn the_job_list_shows_headlines_and_updates_a_running_job_in_place() {
             .await
             .expect("job b done");
     }
+    open.send(true).expect("relay");
     let dom = browser.await.expect("chromium");
     let row = dom
         .split(&format!("<tr data-job=\"{}\"", f.job_b))

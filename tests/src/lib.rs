@@ -318,6 +318,22 @@ impl Lab {
     }
 }
 
+/// A job's results of its headline metric through the QueryResults RPC, as the wire gives
+/// them.
+pub async fn query_results(
+    client: &mut ControlClient<Channel>,
+    job_id: &str,
+) -> blocklab_proto::v1::QueryResultsResponse {
+    client
+        .query_results(blocklab_proto::v1::QueryResultsRequest {
+            job_id: job_id.to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("results")
+        .into_inner()
+}
+
 /// The job id `blocklab submit` prints: its first line of stdout, the id alone.
 /// A job's export through the ExportJob RPC, as the domain type (with the runs' per-second
 /// samples when asked).

@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use blocklab_proto::v1::QueryResultsRequest;
 use blocklab_tests::{Lab, binary, implied_verdict, pg_tarball, run_job};
 use sqlx::Row;
 
@@ -35,14 +34,7 @@ duration = "2s"
     let (job, state) = run_job(&mut client, &spec, Duration::from_secs(30 * 60)).await;
     assert_eq!(state, "done", "job {job}");
 
-    let r = client
-        .query_results(QueryResultsRequest {
-            job_id: job.clone(),
-            ..Default::default()
-        })
-        .await
-        .expect("results")
-        .into_inner();
+    let r = blocklab_tests::query_results(&mut client, &job).await;
     assert_eq!(r.cells.len(), 3);
     let proven: Vec<u32> = r.cells.iter().map(|c| c.proven_block_size).collect();
     assert_eq!(proven, vec![4096, 8192, 16384]);

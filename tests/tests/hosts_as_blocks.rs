@@ -8,7 +8,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use blocklab_proto::v1::QueryResultsRequest;
 use blocklab_tests::{Lab, LabOptions, pg_tarball, run_job};
 use sqlx::Row;
 
@@ -99,14 +98,7 @@ db_hosts = 2
     let (a, b) = (span("e2e-db"), span("e2e-db-1"));
     assert!(a.0 < b.1 && b.0 < a.1, "the hosts ran at once: {a:?} {b:?}");
 
-    let r = client
-        .query_results(QueryResultsRequest {
-            job_id: job.clone(),
-            ..Default::default()
-        })
-        .await
-        .expect("results")
-        .into_inner();
+    let r = blocklab_tests::query_results(&mut client, &job).await;
     let cell = r.cells.iter().find(|c| !c.is_baseline).expect("16K cell");
     let hosts: Vec<&str> = cell.hosts.iter().map(|h| h.host_id.as_str()).collect();
     assert_eq!(hosts, ["e2e-db", "e2e-db-1"], "the cell on each host");

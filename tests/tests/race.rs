@@ -7,7 +7,6 @@
 
 use std::time::Duration;
 
-use blocklab_proto::v1::QueryResultsRequest;
 use blocklab_report::race::{End, Standing};
 use blocklab_report::stats::Metric;
 use blocklab_tests::{Lab, pg_tarball, run_job};
@@ -77,14 +76,7 @@ duration = "2s"
         }
     }
     // What `results` says is that replay, cell by cell, with the best named.
-    let r = client
-        .query_results(QueryResultsRequest {
-            job_id: job.clone(),
-            ..Default::default()
-        })
-        .await
-        .expect("results")
-        .into_inner();
+    let r = blocklab_tests::query_results(&mut client, &job).await;
     let best = race.best.map(label).expect("a best");
     for c in &r.cells {
         let s = c.race.as_ref().expect("every cell has a standing");

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use blocklab_proto::v1::{GetJobRequest, ListHostsRequest, QueryResultsRequest, SubmitJobRequest};
+use blocklab_proto::v1::{GetJobRequest, ListHostsRequest, SubmitJobRequest};
 use blocklab_tests::{Lab, LabOptions, build_cache, pg_tarball};
 use sqlx::Row;
 
@@ -159,14 +159,7 @@ async fn spine(opts: LabOptions) {
     .expect("first job in time");
 
     // Proven block sizes and tps, per cell.
-    let results = client
-        .query_results(QueryResultsRequest {
-            job_id: first.clone(),
-            ..Default::default()
-        })
-        .await
-        .expect("results")
-        .into_inner();
+    let results = blocklab_tests::query_results(&mut client, &first).await;
     assert_eq!(results.cells.len(), 2);
     let proven: Vec<(u32, u32)> = results
         .cells

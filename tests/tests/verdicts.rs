@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use blocklab_proto::v1::QueryResultsRequest;
 use blocklab_tests::{Lab, binary, pg_tarball, run_job};
 use sqlx::Row;
 
@@ -108,14 +107,7 @@ duration = "2s"
 
     // The results: a held-constant line per compared cell, and the A/A cell compared with
     // its twin.
-    let r = client
-        .query_results(QueryResultsRequest {
-            job_id: job.clone(),
-            ..Default::default()
-        })
-        .await
-        .expect("results")
-        .into_inner();
+    let r = blocklab_tests::query_results(&mut client, &job).await;
     assert_eq!(r.cells.len(), 5, "four page sizes and the A/A twin");
     let n = base.len();
     for c in r.cells.iter().filter(|c| !c.is_baseline) {
@@ -206,14 +198,7 @@ duration = "1s"
             .map(|i| (i, i, "done".to_string()))
             .collect::<Vec<_>>()
     );
-    let r = client
-        .query_results(QueryResultsRequest {
-            job_id: job.clone(),
-            ..Default::default()
-        })
-        .await
-        .expect("results")
-        .into_inner();
+    let r = blocklab_tests::query_results(&mut client, &job).await;
     assert_eq!(r.cells[0].n, 4);
     assert_eq!(
         r.cells[0].target_status, "max repetitions reached",
@@ -394,7 +379,7 @@ async fn replay_looks(
         }
     }
     let stop = stop.unwrap_or_else(|| panic!("the last look ({rounds}) did not stop"));
-    let r = job_results(client, job).await;
+    let r = blocklab_tests::query_results(client, job).await;
     let aa = r.cells.iter().find(|c| c.replicate).expect("the A/A cell");
     // The looks from `min` to `max` each judge at 0.05 over their number.
     let look_alpha = 0.05 / f64::from(max - min + 1);
@@ -410,18 +395,4 @@ async fn replay_looks(
     };
     assert!(aa.target_status.starts_with(&want), "{want}: {aa:?}");
     stop
-}
-
-async fn job_results(
-    client: &mut blocklab_proto::v1::control_client::ControlClient<tonic::transport::Channel>,
-    job: &str,
-) -> blocklab_proto::v1::QueryResultsResponse {
-    client
-        .query_results(QueryResultsRequest {
-            job_id: job.to_string(),
-            ..Default::default()
-        })
-        .await
-        .expect("results")
-        .into_inner()
 }

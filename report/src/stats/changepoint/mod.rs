@@ -22,12 +22,15 @@
 //!   the `+ 1` here makes the p-value a valid one (never 0; Matteson & James, and R's `ecp`).
 //!   With a fixed seed the p-values, hence the change points, are reproducible.
 //!
-//! Why E-Divisive and not Otava's later variant (the same `q̂` candidates, judged by a
-//! Student t-test between the segments either side): the permutation test assumes nothing
-//! of the effect's distribution and needs no minimum of points a segment, while the t-test
-//! assumes normal segments and, on the short series a `kind = "series"` job measures (a
-//! handful of versions, a few dozen commits), is sensitive to a single outlier either side.
-//! Otava's variant is also deterministic; this one is as well, once the seed is fixed.
+//! Why E-Divisive and not Otava's default (Apache Otava 0.8 `compute_change_points`: the
+//! candidates of Matteson & James's `q̂` maximized over the split and the window's end, in
+//! sliding windows, each judged by Student's t-test between the segments either side, then a
+//! merge step that drops the weakest): the permutation test assumes nothing of the effect's
+//! distribution, while the t-test assumes normal segments and, on the short series a
+//! `kind = "series"` job measures (a handful of versions, a few dozen commits), one outlier
+//! either side moves its p-value a lot; and the sliding windows and the merge matter for the
+//! long histories Otava watches, not for a series of a few dozen points. Otava's t-test
+//! variant is deterministic; this one is as well, once the seed is fixed.
 //!
 //! A change point's magnitude ([`ChangePoint::magnitude`]) is the difference of the means of
 //! the segments either side, in the series' units. When the series holds log ratios (each

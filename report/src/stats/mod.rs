@@ -23,7 +23,10 @@
 //!   `until = "decided"` at the look's level ([`sequential`], [`verdict_at`]); "too few runs"
 //!   below the calibrated n ([`MIN_RUNS_TO_DECIDE`], [`gated`]).
 //! - Suspect runs: see [`SUSPECT_RULE`] and [`select_runs`].
+//! - Over a series (versions, commits): the change points of an effect, E-Divisive with means
+//!   and a seeded permutation test ([`changepoint`], [`e_divisive`]).
 
+pub mod changepoint;
 pub mod fdr;
 mod linear;
 mod metric;
@@ -34,6 +37,7 @@ pub mod tost;
 mod verdict;
 mod welch;
 
+pub use changepoint::{ChangePoint, ChangePointError, Detection, e_divisive};
 pub use metric::{DESCRIPTIVE_UNITS, Metric, StatsError};
 pub use power::{MAX_EXTRA_ROUNDS, POWER, log_band, planned_mde_pct};
 pub use ratio::{Model, Ratio, Run, compare, delta, pct_of_log};

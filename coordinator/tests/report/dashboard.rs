@@ -186,6 +186,7 @@ async fn chromium_lays_the_job_page_out_in_1400_px() {
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("{k} in {layout}"))
     };
+    eprintln!("the job page at 1400 px: {layout}");
     assert!((1300..=1400).contains(&px("inner_width")), "{layout}");
     assert!(
         px("scroll_width") <= px("client_width") && px("scroll_width") <= 1400,

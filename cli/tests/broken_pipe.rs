@@ -7,19 +7,25 @@ const BIN: &str = env!("CARGO_BIN_EXE_blocklab");
 
 #[test]
 fn a_closed_pipe_ends_the_output_without_a_panic() {
-    // The read end is closed before the program writes: every write fails with EPIPE.
-    let mut child = Command::new(BIN)
-        .args(["completions", "bash"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run blocklab");
-    drop(child.stdout.take());
-    let out = child.wait_with_output().expect("wait");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(stderr.is_empty(), "{stderr}");
-    assert!(matches!(out.status.code(), Some(0 | 141)), "{}", out.status);
+    let spec = format!("{}/../deploy/specs/tpcc.toml", env!("CARGO_MANIFEST_DIR"));
+    for args in [
+        vec!["completions", "bash"],
+        vec!["submit", "--dry-run", spec.as_str()],
+    ] {
+        // The read end is closed before the program writes: every write fails with EPIPE.
+        let mut child = Command::new(BIN)
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run blocklab");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(141), "{args:?}");
+    }
 }
 
 #[test]

@@ -292,10 +292,23 @@ struct TableOpts {
     wide: bool,
 }
 
+/// `print!` through `blocklab_cli::terminal::out`: a reader that has gone is returned as an error.
+macro_rules! out {
+    ($($t:tt)*) => { blocklab_cli::terminal::out(format_args!($($t)*))? };
+}
+
+/// `println!` through `blocklab_cli::terminal::out`.
+macro_rules! outln {
+    ($($t:tt)*) => { blocklab_cli::terminal::out(format_args!("{}\n", format_args!($($t)*)))? };
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     match run(Args::parse()).await {
         Ok(code) => code,
+        // The reader of stdout has gone (`blocklab ... | head`): end as a shell's pipeline
+        // member killed by SIGPIPE does, without a word.
+        Err(e) if blocklab_cli::terminal::is_broken_pipe(&e) => ExitCode::from(141),
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(1)
@@ -319,7 +332,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         } => {
             let loaded = cli::load_spec(&spec)?;
             if dry_run {
-                print!("{}", cli::render_job_plan(&loaded.spec));
+                out!("{}", cli::render_job_plan(&loaded.spec));
                 if let JobSpec::Benchmark(spec) = &loaded.spec
                     && spec.adaptive.is_some_and(|a| a.budget.is_some())
                 {
@@ -334,7 +347,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     let history = tokio::time::timeout(Duration::from_secs(10), history)
                         .await
                         .unwrap_or_else(|_| Err(format!("no answer from {addr} in 10s")));
-                    print!("{}", cli::render_history(spec, history));
+                    out!("{}", cli::render_history(spec, history));
                 }
                 return Ok(ExitCode::SUCCESS);
             }
@@ -348,7 +361,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     .await,
             )?;
             // The id alone on stdout (`job=$(blocklab submit spec.toml)`), the sentence on stderr.
-            println!("{}", r.job_id);
+            outln!("{}", r.job_id);
             eprintln!(
                 "submitted job {} ({} cells, {} runs)",
                 r.job_id, r.cells, r.runs
@@ -361,7 +374,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let format = cli::Format::parse(&list.format)?;
             let mut client = connect().await?;
             let r = cli::answer(client.list_jobs(ListJobsRequest {}).await)?;
-            print!("{}", listings::render(&cli::jobs_table(&r.jobs), format));
+            out!("{}", listings::render(&cli::jobs_table(&r.jobs), format));
         }
         Command::Job {
             job: JobArg { job_id },
@@ -369,7 +382,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         } => {
             let mut client = connect().await?;
             let job_id = cli::resolve_job_id(&mut client, &job_id).await?;
-            println!("{}", cli::show_job(&mut client, &job_id, run).await?);
+            outln!("{}", cli::show_job(&mut client, &job_id, run).await?);
         }
         Command::Hosts { facts, list } => {
             let format = cli::Format::parse(&list.format)?;
@@ -378,16 +391,16 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             let mut client = connect().await?;
             let r = cli::answer(client.list_hosts(ListHostsRequest {}).await)?;
-            print!("{}", listings::render(&cli::hosts_table(&r.hosts), format));
+            out!("{}", listings::render(&cli::hosts_table(&r.hosts), format));
             if facts {
-                println!("{}", cli::render_host_facts(&r.hosts));
+                outln!("{}", cli::render_host_facts(&r.hosts));
             }
         }
         Command::Builds { list } => {
             let format = cli::Format::parse(&list.format)?;
             let mut client = connect().await?;
             let r = cli::answer(client.list_builds(ListBuildsRequest {}).await)?;
-            print!(
+            out!(
                 "{}",
                 listings::render(&cli::builds_table(&r.builds), format)
             );
@@ -401,9 +414,10 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 job_id: job_id.clone(),
             };
             let r = cli::answer(client.cancel_job(request).await)?;
-            println!(
+            outln!(
                 "job {job_id}: {} ({} queued runs cancelled)",
-                r.state, r.runs_cancelled
+                r.state,
+                r.runs_cancelled
             );
         }
         Command::Rerun {
@@ -417,7 +431,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 same_seed,
             };
             let r = cli::answer(client.rerun_job(request).await)?;
-            println!("{}", r.job_id);
+            outln!("{}", r.job_id);
             eprintln!(
                 "submitted job {} (rerun of {job_id}): {} cells, {} runs",
                 r.job_id, r.cells, r.runs
@@ -425,7 +439,9 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Command::Completions { shell } => {
             let mut cmd = <Args as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut cmd, "blocklab", &mut std::io::stdout());
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "blocklab", &mut script);
+            out!("{}", String::from_utf8_lossy(&script));
         }
         Command::Watch {
             job: JobArg { job_id },
@@ -443,7 +459,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let mut client = connect().await?;
             let job_id = cli::resolve_job_id(&mut client, &job_id).await?;
             if let Some(probe) = cli::probe_results_if_probe(&mut client, &job_id, format).await? {
-                println!("{probe}");
+                outln!("{probe}");
                 return Ok(ExitCode::SUCCESS);
             }
             let request = QueryResultsRequest {
@@ -452,7 +468,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             };
             let r = cli::answer(client.query_results(request).await)?.into();
             let view = blocklab_cli::terminal::view(opts.wide, statements);
-            print!("{}", cli::render_results_view(&r, format, view));
+            out!("{}", cli::render_results_view(&r, format, view));
         }
         Command::Compare { job_a, job_b, opts } => {
             let format = cli::Format::parse(&opts.format)?;
@@ -465,7 +481,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             };
             let r = cli::answer(client.compare_jobs(request).await)?.into();
             let view = blocklab_cli::terminal::view(opts.wide, false);
-            print!("{}", cli::render_compare_view(&r, format, view));
+            out!("{}", cli::render_compare_view(&r, format, view));
         }
         Command::Plot {
             job: JobArg { job_id },
@@ -486,7 +502,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 let path = out.join(&chart.file_name);
                 std::fs::write(&path, &chart.svg)
                     .with_context(|| format!("--out: cannot write {}", path.display()))?;
-                println!("{}", path.display());
+                outln!("{}", path.display());
             }
         }
         Command::Report {
@@ -501,7 +517,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let export = cli::job_export(&mut client, &job_id, &metric, true).await?;
             std::fs::write(&out, report::html::report(&export))
                 .with_context(|| format!("--out: cannot write {}", out.display()))?;
-            println!("{}", out.display());
+            outln!("{}", out.display());
         }
         Command::Export {
             job: JobArg { job_id },
@@ -511,7 +527,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let mut client = connect().await?;
             let job_id = cli::resolve_job_id(&mut client, &job_id).await?;
             let export = cli::job_export(&mut client, &job_id, &metric, !no_samples).await?;
-            println!("{}", cli::export_json(&export));
+            outln!("{}", cli::export_json(&export));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -537,7 +553,7 @@ async fn finish_watch(client: &mut ControlClient, job_id: &str) -> anyhow::Resul
         return Ok(code);
     }
     if let Some(probe) = cli::probe_results_if_probe(client, job_id, cli::Format::Table).await? {
-        println!("{probe}");
+        outln!("{probe}");
         return Ok(code);
     }
     let request = QueryResultsRequest {
@@ -546,7 +562,7 @@ async fn finish_watch(client: &mut ControlClient, job_id: &str) -> anyhow::Resul
     };
     let r = cli::answer(client.query_results(request).await)?.into();
     let view = blocklab_cli::terminal::view(false, false);
-    print!("{}", cli::render_results_view(&r, cli::Format::Table, view));
+    out!("{}", cli::render_results_view(&r, cli::Format::Table, view));
     Ok(code)
 }
 

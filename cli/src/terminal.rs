@@ -1,7 +1,9 @@
 //! How wide the results may be: `COLUMNS` when it is set, else the terminal's width when
-//! stdout is a terminal, else [`PIPE_WIDTH`] (a pipe, a file, a log).
+//! stdout is a terminal, else [`PIPE_WIDTH`] (a pipe, a file, a log). And stdout itself:
+//! [`out`] returns a reader that has gone (`blocklab results | head`) as an error, which
+//! `main` ends on quietly ([`is_broken_pipe`]) instead of panicking as `print!` does.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 
 use blocklab_report::render::{PIPE_WIDTH, View};
 
@@ -34,6 +36,21 @@ pub fn view(wide: bool, statements: bool) -> View {
         width: (!wide).then(width),
         builtin_statements: statements,
     }
+}
+
+/// Writes `text` to stdout and flushes it.
+pub fn out(text: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_fmt(text)?;
+    stdout.flush()
+}
+
+/// Whether an error is stdout's reader having gone (EPIPE), anywhere in its chain.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! `blocklab report`: one self-contained HTML file (inline CSS, inline SVG, no external
-//! assets) with the job summary, the results table, the charts, the database host's facts,
-//! the builds, every run with its start time and suspect reasons, and each run's settings.
+//! assets): a table of contents, the hosts' warnings, the job summary, the results table and
+//! its notes, the charts, the per-metric and own-workload tables, the hosts' facts, the
+//! builds, every run with its start time and suspect reasons, and each run's settings. Wide
+//! tables scroll inside their own box, so the page itself fits the window.
 
 use std::fmt::Write as _;
 
@@ -15,7 +17,10 @@ table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:13px}\
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}\
 th{background:#f0f0f0}tr.suspect td{background:#fff4e0}td.num{text-align:right}\
 pre{background:#f7f7f7;padding:0.8em;overflow-x:auto}h2{margin-top:1.6em}\
-.charts svg{margin:0.5em 1em 0.5em 0;border:1px solid #ddd}.note{color:#555;font-size:13px}";
+.charts svg{margin:0.5em 1em 0.5em 0;border:1px solid #ddd;max-width:100%;height:auto}\
+.note{color:#555;font-size:13px}.scroll{max-width:100%;overflow-x:auto}\
+td{overflow-wrap:break-word}.toc a{margin-right:0.8em}\
+ul.host-warnings{background:#fff4e0;border:1px solid #e0b060;padding:0.6em 0.6em 0.6em 2em}";
 
 pub fn table(
     out: &mut String,
@@ -24,7 +29,10 @@ pub fn table(
     rows: &[Vec<String>],
     marks: &[bool],
 ) {
-    let _ = write!(out, r#"<table class="{class}"><thead><tr>"#);
+    let _ = write!(
+        out,
+        r#"<div class="scroll"><table class="{class}"><thead><tr>"#
+    );
     for h in header {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }
@@ -41,28 +49,129 @@ pub fn table(
         }
         out.push_str("</tr>");
     }
-    out.push_str("</tbody></table>\n");
+    out.push_str("</tbody></table></div>\n");
 }
 
 pub fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
-/// A host's facts as (key, value) rows; nested values as compact JSON.
+/// A host's facts as (key, value) rows: a nested object's fields under `key.field`, a list
+/// of plain values joined with "; ", a list of objects as `key[i].field`; no value is JSON.
 pub fn fact_rows(facts_json: &str) -> Vec<Vec<String>> {
     match serde_json::from_str::<serde_json::Value>(facts_json) {
-        Ok(serde_json::Value::Object(m)) => m
-            .into_iter()
-            .map(|(k, v)| {
-                let v = match v {
-                    serde_json::Value::String(s) => s,
-                    other => other.to_string(),
-                };
-                vec![k, v]
-            })
-            .collect(),
+        Ok(serde_json::Value::Object(m)) => {
+            let mut rows = Vec::new();
+            for (k, v) in m {
+                flatten(&k, v, &mut rows);
+            }
+            rows
+        }
         _ => vec![vec!["facts".into(), facts_json.to_string()]],
     }
+}
+
+fn flatten(key: &str, v: serde_json::Value, rows: &mut Vec<Vec<String>>) {
+    use serde_json::Value;
+    let plain = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                flatten(&format!("{key}.{k}"), v, rows);
+            }
+        }
+        Value::Array(items) if items.iter().any(|i| i.is_object() || i.is_array()) => {
+            for (i, item) in items.into_iter().enumerate() {
+                flatten(&format!("{key}[{i}]"), item, rows);
+            }
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(plain).collect();
+            rows.push(vec![key.to_string(), items.join("; ")]);
+        }
+        other => rows.push(vec![key.to_string(), plain(&other)]),
+    }
+}
+
+/// The warnings the job's hosts reported with their facts (`blocklab-agent doctor`'s:
+/// write-back cache, swap in use, ...), as (host, role, warning).
+pub fn host_warnings(e: &JobExport) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for h in &e.hosts {
+        let Ok(facts) = serde_json::from_str::<serde_json::Value>(&h.facts_json) else {
+            continue;
+        };
+        let Some(items) = facts.get("warnings").and_then(|w| w.as_array()) else {
+            continue;
+        };
+        let role = if h.is_job_db_host {
+            "the job's database host".to_string()
+        } else {
+            h.role.clone()
+        };
+        for w in items {
+            let w = w.as_str().map_or_else(|| w.to_string(), str::to_string);
+            out.push((h.host_id.clone(), role.clone(), w));
+        }
+    }
+    out
+}
+
+fn warnings(out: &mut String, e: &JobExport) {
+    let items = host_warnings(e);
+    if items.is_empty() {
+        return;
+    }
+    out.push_str("<h2 id=\"warnings\">Host warnings</h2>\n<ul class=\"host-warnings\">");
+    for (host, role, w) in &items {
+        let _ = write!(
+            out,
+            "<li><b>{}</b> ({}): {}</li>",
+            esc(host),
+            esc(role),
+            esc(w)
+        );
+    }
+    out.push_str(
+        "</ul>\n<p class=\"note\">What makes benchmarks noisy on these hosts, as blocklab-agent doctor found it when they last reported their facts.</p>\n",
+    );
+}
+
+/// Links to the report's sections that it has.
+fn contents(out: &mut String, e: &JobExport, has: impl Fn(&str) -> bool) {
+    let mut links = vec![];
+    if !host_warnings(e).is_empty() {
+        links.push(("warnings", "host warnings"));
+    }
+    links.extend([
+        ("summary", "job"),
+        ("results", "results"),
+        ("charts", "charts"),
+    ]);
+    for (id, name) in [
+        ("per-metric", "per metric"),
+        ("own-workload", "own workload"),
+    ] {
+        if has(id) {
+            links.push((id, name));
+        }
+    }
+    links.extend([
+        ("hosts", "hosts"),
+        ("builds", "builds"),
+        ("runs", "runs"),
+        ("settings", "settings"),
+        ("spec", "spec"),
+    ]);
+    out.push_str("<p class=\"toc\">Contents: ");
+    for (id, name) in links {
+        let _ = write!(out, "<a href=\"#{id}\">{name}</a>");
+    }
+    out.push_str("</p>\n");
 }
 
 fn summary(out: &mut String, e: &JobExport) {
@@ -100,11 +209,13 @@ fn runs(out: &mut String, e: &JobExport) {
             .map(|c| c.label.clone())
             .unwrap_or_default()
     };
-    // Runs of a workload kind beyond pgbench lead with their headline metric (NOTPM, ...).
+    // Runs with workload metrics also show the job's headline metric (NOTPM, ...; tps for
+    // pgbench scripts, whatever else they measure).
     let headline = e
         .runs
         .iter()
         .any(|r| r.result.as_ref().is_some_and(|m| !m.extra.is_empty()));
+    let headline_metric = crate::analysis::resolve_metric("", e).unwrap_or(Metric::Tps);
     let mut header = strings(&crate::format::RUN_KEY_COLUMNS);
     header.extend(strings(&[
         "started",
@@ -157,23 +268,27 @@ fn runs(out: &mut String, e: &JobExport) {
             r.error.lines().next().unwrap_or("").to_string(),
         ];
         if headline {
-            let first = m.and_then(|m| m.extra.first());
+            let value = m
+                .map(|m| crate::analysis::metric_value(m, &headline_metric))
+                .filter(|v| v.is_finite());
             row.insert(
                 14,
-                first.map_or_else(
+                value.map_or_else(
                     || "-".into(),
-                    |x| {
-                        let metric = Metric::Workload {
-                            name: x.name.clone(),
-                            unit: x.unit.clone(),
-                            higher_is_better: x.higher_is_better,
+                    |v| {
+                        let unit = headline_metric.unit();
+                        let unit = if unit == headline_metric.name() {
+                            ""
+                        } else {
+                            unit
                         };
                         format!(
-                            "{} {} {}",
-                            x.name,
-                            crate::format::num(&metric, x.value),
-                            x.unit
+                            "{} {} {unit}",
+                            headline_metric.name(),
+                            crate::format::num(&headline_metric, v)
                         )
+                        .trim_end()
+                        .to_string()
                     },
                 ),
             );
@@ -246,6 +361,14 @@ pub fn report(e: &JobExport) -> String {
         esc(&j.name),
         esc(&j.name)
     );
+    let by_metric = crate::metric_results(e);
+    let own = crate::own_workload(e);
+    contents(&mut out, e, |id| match id {
+        "per-metric" => !by_metric.is_empty(),
+        "own-workload" => !own.is_empty(),
+        _ => false,
+    });
+    warnings(&mut out, e);
     out.push_str("<h2 id=\"summary\">Job</h2>\n");
     summary(&mut out, e);
     out.push_str("<h2 id=\"results\">Results</h2>\n");
@@ -281,7 +404,11 @@ pub fn report(e: &JobExport) -> String {
         }
         let _ = writeln!(out, "</ul><p class=\"note\">{}</p>", esc(render::KNEE_RULE));
     }
-    let by_metric = crate::metric_results(e);
+    out.push_str("<h3 id=\"charts\">Charts</h3>\n<div class=\"charts\">\n");
+    for c in plot::charts(e) {
+        out.push_str(&c.svg);
+    }
+    out.push_str("</div>\n");
     if !by_metric.is_empty() {
         out.push_str("<h3 id=\"per-metric\">Per metric</h3>\n");
         let (header, rows) = render::metric_rows(&by_metric);
@@ -291,7 +418,6 @@ pub fn report(e: &JobExport) -> String {
             .collect();
         table(&mut out, "per-metric", &header, &rows, &marks);
     }
-    let own = crate::own_workload(e);
     if !own.is_empty() {
         out.push_str("<h3 id=\"own-workload\">Own workload</h3>\n");
         let [lag, statements] = render::own_tables(&own);
@@ -310,11 +436,7 @@ pub fn report(e: &JobExport) -> String {
             "<p class=\"note\">Schedule lag: the median over the cell's runs of each run's mean lag behind the rate, and the largest; late and skipped: transactions over the latency limit and skipped for it, summed over the runs; per statement: count and failures summed, latency the median over the runs of each run's average.</p>"
         );
     }
-    out.push_str("<h2 id=\"charts\">Charts</h2>\n<div class=\"charts\">\n");
-    for c in plot::charts(e) {
-        out.push_str(&c.svg);
-    }
-    out.push_str("</div>\n<h2 id=\"hosts\">Hosts</h2>\n");
+    out.push_str("<h2 id=\"hosts\">Hosts</h2>\n");
     for h in &e.hosts {
         let _ = writeln!(
             out,

@@ -1,8 +1,10 @@
 //! The web dashboard in a real browser: headless Chromium loads the index and a finished
 //! job's page from a dashboard serving a fixture catalog; the job's page is also saved as a
 //! PNG test artifact ($BLOCKLAB_TEST_ARTIFACTS or the target dir's test-artifacts/dashboard.png);
-//! the history page and a job with a client ladder likewise (history.png, ladder.png). And
-//! the sign-in: read tokens only, through the form, a session cookie, never a token in a URL.
+//! the history page and a job with a client ladder likewise (history.png, ladder.png). The
+//! job's page at 1400 px wide: no horizontal scrollbar, the hosts' warnings and the charts
+//! near the top (report-1400.png). And the sign-in: read tokens only, through the form, a
+//! session cookie, never a token in a URL.
 
 use super::{fixture, ladder};
 
@@ -50,6 +52,11 @@ fn artifact(name: &str) -> PathBuf {
 
 /// Saves a screenshot of `url` as the artifact `name` and checks it is a real PNG.
 async fn screenshot(profile: &Path, url: &str, name: &str, height: u32) {
+    screenshot_at(profile, url, name, 1280, height).await;
+}
+
+/// [`screenshot`] with the window `width` px wide.
+async fn screenshot_at(profile: &Path, url: &str, name: &str, width: u32, height: u32) {
     let png = artifact(name);
     std::fs::create_dir_all(png.parent().expect("dir")).expect("artifact dir");
     let _ = std::fs::remove_file(&png);
@@ -57,7 +64,7 @@ async fn screenshot(profile: &Path, url: &str, name: &str, height: u32) {
         profile,
         &[
             &format!("--screenshot={}", png.display()),
-            &format!("--window-size=1280,{height}"),
+            &format!("--window-size={width},{height}"),
             "--hide-scrollbars",
         ],
         url,
@@ -139,6 +146,67 @@ async fn chromium_shows_finished_job_with_chart() {
     }
 
     screenshot(profile.path(), &url, "dashboard.png", 900).await;
+}
+
+/// Measures the page's layout in the browser: written into the DOM by a script at its end.
+const MEASURE: &str = "<script>(function(){var d=document.documentElement;\
+var top=function(s){var e=document.querySelector(s);return e?Math.round(e.getBoundingClientRect().top):-1;};\
+var p=document.createElement('pre');p.id='layout';p.textContent=['scroll_width='+d.scrollWidth,\
+'client_width='+d.clientWidth,'inner_width='+window.innerWidth,'warnings='+top('ul.host-warnings'),\
+'results='+top('table.results'),'charts='+top('.charts svg'),'per_metric='+top('#per-metric'),\
+'own_workload='+top('#own-workload'),'hosts='+top('#hosts')].join(' ');\
+document.body.appendChild(p);})();</script>";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chromium_lays_the_job_page_out_in_1400_px() {
+    let f = fixture::build().await;
+    let addr = start(&f, &[]).await;
+    let profile = tempfile::tempdir().expect("profile");
+    let path = format!("/jobs/{}", f.job_a);
+    let (head, body) = http(addr, "GET", &path, &[], "").await;
+    assert!(head.starts_with("HTTP/1.0 200"), "{head}");
+    // The page is self-contained: a copy with the measuring script lays out as served.
+    let page = profile.path().join("job.html");
+    std::fs::write(&page, body.replace("</body>", &format!("{MEASURE}</body>"))).expect("page");
+    let dom = chromium(
+        profile.path(),
+        &["--dump-dom", "--window-size=1400,900"],
+        &format!("file://{}", page.display()),
+    )
+    .await;
+    let layout = dom
+        .split("<pre id=\"layout\">")
+        .nth(1)
+        .and_then(|t| t.split("</pre>").next())
+        .unwrap_or_else(|| panic!("no layout:\n{dom}"));
+    let px = |k: &str| -> i64 {
+        layout
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{k} in {layout}"))
+    };
+    eprintln!("the job page at 1400 px: {layout}");
+    assert!((1300..=1400).contains(&px("inner_width")), "{layout}");
+    assert!(
+        px("scroll_width") <= px("client_width") && px("scroll_width") <= 1400,
+        "a horizontal scrollbar at 1400 px: {layout}"
+    );
+    let (warnings, results, charts) = (px("warnings"), px("results"), px("charts"));
+    assert!(warnings >= 0 && warnings < results, "{layout}");
+    assert!(results < charts && charts < 1400, "{layout}");
+    for after in ["per_metric", "own_workload", "hosts"] {
+        assert!(px(after) < 0 || charts < px(after), "{after}: {layout}");
+    }
+    assert!(px("hosts") > charts, "{layout}");
+    screenshot_at(
+        profile.path(),
+        &format!("http://{addr}{path}"),
+        "report-1400.png",
+        1400,
+        1800,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -357,9 +357,21 @@ async fn report_is_one_self_contained_html_file() {
         assert_eq!(html.matches("<svg ").count(), 4);
         assert_eq!(html.matches("class=\"errorbar\"").count(), 3);
         assert!(
-            !html.contains(" src=") && !html.contains(" href=") && !html.contains("<link"),
+            !html.contains(" src=") && !html.contains("<link"),
             "external asset"
         );
+        // Links only within the page (the contents at the top).
+        assert_eq!(
+            html.matches(" href=").count(),
+            html.matches(" href=\"#").count(),
+            "a link out of the page"
+        );
+        assert!(html.contains("<a href=\"#charts\">charts</a>"));
+        // The database host's warnings, listed near the top.
+        let warning = html
+            .find("<li><b>db1</b> (the job&#39;s database host): swap in use: 2048 kB")
+            .expect("the host's warning listed");
+        assert!(warning < html.find("<table class=\"results\"").expect("results"));
         assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
         // Well-formed enough for an XML parser once the doctype is dropped.
         let body = html

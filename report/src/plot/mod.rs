@@ -36,6 +36,26 @@ fn series_label(cell_label: &str, axis_prefix: &str) -> String {
     }
 }
 
+/// The y range of the metric chart for data from `lo` to `hi` with `pad` around them: from 0
+/// when the data are not negative and reach down to half the top or lower, else zoomed in
+/// from a round value, which the chart then names ("y axis starts at 3100, not 0") with a
+/// break mark on the axis.
+fn y_range(lo: f64, hi: f64, pad: f64) -> (f64, f64) {
+    let (low, high) = (lo - pad, hi + pad);
+    if lo < 0.0 {
+        return (low, high);
+    }
+    if low <= high * 0.5 {
+        return (0.0, high);
+    }
+    let t = ticks(low, high);
+    let step = match t.as_slice() {
+        [a, b, ..] => b - a,
+        _ => return (low, high),
+    };
+    ((low / step).floor() * step, high)
+}
+
 /// `metric` (the export's) against page size with 95% CI error bars; `None` without results.
 pub fn metric_chart(export: &JobExport) -> Option<Chart> {
     let cells: Vec<&CellResult> = export.results.iter().filter(|c| c.n > 0).collect();
@@ -77,7 +97,7 @@ pub fn metric_chart(export: &JobExport) -> Option<Chart> {
     let pad = ((hi - lo) * 0.12).max(hi.abs() * 0.01).max(1e-9);
     let frame = Frame {
         x: (-0.5, sizes.len() as f64 - 0.5),
-        y: (lo - pad, hi + pad),
+        y: y_range(lo, hi, pad),
     };
     let pos = |kb: u32| sizes.iter().position(|&s| s == kb).unwrap_or(0) as f64;
     let xt: Vec<(f64, String)> = sizes.iter().map(|&s| (pos(s), format!("{s}K"))).collect();

@@ -116,6 +116,25 @@ pub(crate) fn open(
             l = esc(l)
         );
     }
+    if f.y.0 > 0.0 {
+        // The y axis does not start at 0: a break mark on the axis and a note say so.
+        let (bx, by) = (x0, y1 - 10.0);
+        let _ = write!(
+            out,
+            r##"<g class="axis-break" stroke="#333"><rect x="{rx}" y="{ry}" width="12" height="6" fill="#ffffff" stroke="none"/><line x1="{a}" y1="{b1}" x2="{c}" y2="{b2}"/><line x1="{a}" y1="{b3}" x2="{c}" y2="{b4}"/></g><text class="axis-note" x="{nx}" y="{ny}" font-size="11" fill="#b00000">y axis starts at {l}, not 0</text>"##,
+            rx = bx - 6.0,
+            ry = by - 3.0,
+            a = bx - 6.0,
+            c = bx + 6.0,
+            b1 = by,
+            b2 = by - 4.0,
+            b3 = by + 4.0,
+            b4 = by,
+            nx = x0 + 4.0,
+            ny = y0 - 5.0,
+            l = tick_label(f.y.0)
+        );
+    }
     let _ = write!(
         out,
         r##"<text class="x-label" x="{cx}" y="{ly}" text-anchor="middle">{xl}</text><text class="y-label" transform="translate(18 {cy}) rotate(-90)" text-anchor="middle">{yl}</text>"##,

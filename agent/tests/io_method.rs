@@ -34,7 +34,6 @@ fn task(tarball: &std::path::Path, value: &str) -> CheckSettingsTask {
                 value: "8MB".into(),
             },
         ],
-        ..Default::default()
     }
 }
 
@@ -49,24 +48,40 @@ async fn io_method_is_judged_by_the_builds_version_and_configure_flags() {
             .collect::<Vec<_>>()
     };
 
-    let r = handler.check_settings(&task(&tarball(), "worker")).await.unwrap();
+    let r = handler
+        .check_settings(&task(&tarball(), "worker"))
+        .await
+        .unwrap();
     let said = refusal(&r);
     assert_eq!(said.len(), 1, "{said:?}");
     assert!(
-        said[0].starts_with("io_method = \"worker\": io_method needs PostgreSQL 18; this build is PostgreSQL 15."),
+        said[0].starts_with(
+            "io_method = \"worker\": io_method needs PostgreSQL 18; this build is PostgreSQL 15."
+        ),
         "{said:?}"
     );
 
     let pg18 = tarball_18();
-    let r = handler.check_settings(&task(&pg18, "io_uring")).await.unwrap();
+    let r = handler
+        .check_settings(&task(&pg18, "io_uring"))
+        .await
+        .unwrap();
     let said = refusal(&r);
     assert_eq!(said.len(), 1, "{said:?}");
     assert!(
-        said[0].starts_with("io_method = \"io_uring\": io_uring needs a build configured --with-liburing"),
+        said[0].starts_with(
+            "io_method = \"io_uring\": io_uring needs a build configured --with-liburing"
+        ),
         "{said:?}"
     );
-    assert!(said[0].contains("pg_config --configure lacks it"), "{said:?}");
+    assert!(
+        said[0].contains("pg_config --configure lacks it"),
+        "{said:?}"
+    );
 
-    let r = handler.check_settings(&task(&pg18, "worker")).await.unwrap();
+    let r = handler
+        .check_settings(&task(&pg18, "worker"))
+        .await
+        .unwrap();
     assert!(r.problems.is_empty(), "{:?}", refusal(&r));
 }

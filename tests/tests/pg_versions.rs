@@ -59,7 +59,11 @@ duration = "2s"
                 r.server_version
             );
             assert_eq!(r.block_size, cell.block_size_kb * 1024, "{}", cell.label);
-            assert!(r.result.as_ref().is_some_and(|m| m.transactions > 0), "{}", cell.label);
+            assert!(
+                r.result.as_ref().is_some_and(|m| m.transactions > 0),
+                "{}",
+                cell.label
+            );
         }
     }
 }

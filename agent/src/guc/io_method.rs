@@ -87,7 +87,10 @@ mod tests {
             "io_method needs PostgreSQL 18; this build is PostgreSQL 15.18"
         );
         assert!(problem("sync", &facts("17.12", "")).is_some());
-        let plain = facts("18.6", "'--prefix=/x' '--with-blocksize=16' '--without-icu'");
+        let plain = facts(
+            "18.6",
+            "'--prefix=/x' '--with-blocksize=16' '--without-icu'",
+        );
         assert_eq!(problem("worker", &plain), None);
         assert_eq!(problem("sync", &plain), None);
         let why = problem("io_uring", &plain).unwrap();

@@ -60,7 +60,10 @@ mod tests {
         }
         // Gone in 17: still judged, as 15 lists it.
         let (v, g) = known("old_snapshot_threshold").unwrap();
-        assert_eq!((v, g.group.as_str()), ("15", "Resource Usage / Asynchronous Behavior"));
+        assert_eq!(
+            (v, g.group.as_str()),
+            ("15", "Resource Usage / Asynchronous Behavior")
+        );
         assert_eq!(refused("old_snapshot_threshold", Some(g)), None);
         // Both list it: 18's entry.
         assert_eq!(known("shared_buffers").unwrap().0, "18");
@@ -95,7 +98,11 @@ mod tests {
                 "Write-Ahead Log / Recovery Target",
             ]
         );
-        for name in ["autovacuum_worker_slots", "vacuum_truncate", "summarize_wal"] {
+        for name in [
+            "autovacuum_worker_slots",
+            "vacuum_truncate",
+            "summarize_wal",
+        ] {
             let g = c.get(name).unwrap_or_else(|| panic!("{name} listed"));
             assert_eq!(refused(name, Some(g)), None, "{name} in {}", g.group);
         }

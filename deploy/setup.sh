@@ -8,6 +8,10 @@
 #     "blocklab-build" unpacks, configures, makes and installs sources
 #   - the PostgreSQL 15 release tarball, from Debian's source package (works offline from
 #     the Debian mirror), cached under /var/cache/blocklab/src
+#   - for the tests only: the PostgreSQL 17 and 18 release tarballs, from the newest
+#     postgresql-17 (trixie) and postgresql-18 (sid) source packages, through deb-src entries
+#     of their own (no binary package comes from those suites), and bison, flex (17's and
+#     18's tarballs carry no generated parser files) and liburing-dev (--with-liburing)
 # Source it (". deploy/setup.sh") to get BLOCKLAB_* variables exported.
 set -euo pipefail
 
@@ -16,6 +20,8 @@ export BLOCKLAB_PG_USER=${BLOCKLAB_PG_USER:-blocklab}
 export BLOCKLAB_BUILD_USER=${BLOCKLAB_BUILD_USER:-blocklab-build}
 export BLOCKLAB_BUILD_CACHE=${BLOCKLAB_BUILD_CACHE:-$BLOCKLAB_CACHE/builds}
 export BLOCKLAB_PG_TARBALL=${BLOCKLAB_PG_TARBALL:-$BLOCKLAB_CACHE/src/postgresql-15.tar.bz2}
+export BLOCKLAB_PG17_TARBALL=${BLOCKLAB_PG17_TARBALL:-$BLOCKLAB_CACHE/src/postgresql-17.tar.bz2}
+export BLOCKLAB_PG18_TARBALL=${BLOCKLAB_PG18_TARBALL:-$BLOCKLAB_CACHE/src/postgresql-18.tar.bz2}
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -26,7 +32,7 @@ fi
 pkgs=(build-essential pkg-config libreadline-dev zlib1g-dev bzip2 ca-certificates sqlite3 procps dpkg-dev)
 case "${BLOCKLAB_SETUP_FOR:-test}" in
   demo) ;;
-  test) pkgs+=(iproute2 time postgresql-15 postgresql-client-15 chromium curl) ;;
+  test) pkgs+=(iproute2 time postgresql-15 postgresql-client-15 chromium curl bison flex liburing-dev) ;;
   *) echo "setup: BLOCKLAB_SETUP_FOR=$BLOCKLAB_SETUP_FOR (allowed: demo, test)" >&2; exit 1 ;;
 esac
 need_pkgs=()
@@ -103,3 +109,78 @@ if [ ! -s "$BLOCKLAB_PG_TARBALL" ]; then
   fetch_pg_source
 fi
 echo "setup: PostgreSQL source $BLOCKLAB_PG_TARBALL ($(tar -tjf "$BLOCKLAB_PG_TARBALL" | head -n1 | cut -d/ -f1))"
+
+# PostgreSQL 17 and 18 come from Debian's newer suites as source packages only: the sources
+# file below has deb-src entries and no deb entry, so apt never installs a binary from them.
+# `apt-get source --download-only` verifies what it fetches (the suite's signed Release names
+# the Sources index's checksum, the index names the .dsc's, the .dsc names the .orig
+# tarball's), so the tarball is PostgreSQL's release tarball as Debian checked it in.
+fetch_newer_pg_source() {
+  local major=$1 dest=$2 list=/etc/apt/sources.list.d/blocklab-deb-src-newer.sources
+  if [ ! -f "$list" ]; then
+    echo "setup: adding deb-src entries for trixie and sid (source packages only)"
+    local uri
+    uri=$(grep -h '^URIs:' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1 | awk '{print $2}')
+    uri=${uri:-http://deb.debian.org/debian}
+    $SUDO tee "$list" >/dev/null <<SRC
+Types: deb-src
+URIs: $uri
+Suites: trixie trixie-updates sid
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: ${uri%/debian}/debian-security
+Suites: trixie-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+    $SUDO apt-get update -q
+  fi
+  local tmp version orig
+  tmp=$(mktemp -d)
+  chmod 755 "$tmp"
+  for version in $(apt-cache showsrc "postgresql-$major" | awk '/^Version:/{print $2}' | sort -Vru); do
+    echo "setup: fetching PostgreSQL source postgresql-$major=$version"
+    if (cd "$tmp" && apt-get source --download-only "postgresql-$major=$version" >/dev/null 2>&1); then
+      orig=$(ls "$tmp"/postgresql-"$major"_*.orig.tar.* 2>/dev/null | grep -v '\.asc$' | head -n1 || true)
+      [ -n "$orig" ] && break
+    fi
+    echo "setup: postgresql-$major=$version did not download"
+    orig=""
+    rm -f "$tmp"/*
+  done
+  if [ -z "$orig" ]; then
+    rm -rf "$tmp"
+    echo "setup: could not download any postgresql-$major source package version" >&2
+    return 1
+  fi
+  # The agent's tar reads any compression; keep the real one in the name.
+  case "$orig" in
+    *.tar.bz2) ;;
+    *) dest=${dest%.tar.bz2}.tar.${orig##*.tar.} ;;
+  esac
+  $SUDO install -m 644 "$orig" "$dest"
+  rm -rf "$tmp"
+  echo "setup: installed postgresql-$major $version as $dest"
+}
+
+if [ "${BLOCKLAB_SETUP_FOR:-test}" = test ]; then
+  missing=()
+  for major in 17 18; do
+    var=BLOCKLAB_PG${major}_TARBALL
+    found=$(ls "${!var%.tar.bz2}".tar.* 2>/dev/null | head -n1 || true)
+    if [ -z "$found" ] || [ ! -s "$found" ]; then
+      if ! fetch_newer_pg_source "$major" "${!var}"; then
+        missing+=("postgresql-$major")
+        continue
+      fi
+      found=$(ls "${!var%.tar.bz2}".tar.* | head -n1)
+    fi
+    export "$var=$found"
+    echo "setup: PostgreSQL source ${!var} ($(tar -tf "${!var}" | head -n1 | cut -d/ -f1))"
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: WARNING: no source tarball for ${missing[*]}; the tests that build it will fail" >&2
+  fi
+fi

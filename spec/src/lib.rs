@@ -31,7 +31,8 @@ pub use guc::RESERVED_SETTINGS;
 pub use kind::{AS3AP_MIXES, MAINTENANCE_STEPS};
 pub use limits::*;
 pub use memory::{
-    MemoryPolicy, held_settings, hold_constant, is_page_unit, page_unit, setting_bytes,
+    MemoryPolicy, SLRU_BUFFERS, held_settings, hold_constant, is_page_unit, page_unit,
+    setting_bytes,
 };
 pub use model::*;
 pub use probe::{PROBE_CHUNKS_KB, parse_size, spec_kind};

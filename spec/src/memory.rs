@@ -86,14 +86,28 @@ pub fn is_page_unit(unit: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// PostgreSQL 17's SLRU caches, counted in pages with a floor of 16 pages: at their default
+/// of 16 (128kB at 8K pages) the same bytes are 8 pages at 16K, below what the server accepts,
+/// so they keep each build's own count (and the held-constant line names them when they
+/// differ).
+pub const SLRU_BUFFERS: [&str; 7] = [
+    "commit_timestamp_buffers",
+    "multixact_member_buffers",
+    "multixact_offset_buffers",
+    "notify_buffers",
+    "serializable_buffers",
+    "subtransaction_buffers",
+    "transaction_buffers",
+];
+
 /// The settings that hold a reference server's memory at any page size: every setting whose
-/// unit is a page, as the reference server resolved it (spec value, default or automatic),
-/// written in kB. `reference` is (name, setting, unit) as read from `pg_settings`; negative
+/// unit is a page but the SLRU caches ([`SLRU_BUFFERS`]), as the reference server resolved it
+/// (spec value, default or automatic), written in kB. `reference` is (name, setting, unit) as read from `pg_settings`; negative
 /// values (special meanings, such as -1) are left to the server.
 pub fn held_settings(reference: &[(String, String, String)]) -> Vec<(String, String)> {
     reference
         .iter()
-        .filter(|(_, _, unit)| is_page_unit(unit))
+        .filter(|(name, _, unit)| is_page_unit(unit) && !SLRU_BUFFERS.contains(&name.as_str()))
         .filter_map(|(name, setting, unit)| {
             let bytes = setting_bytes(setting, unit).filter(|b| *b >= 0)?;
             Some((name.clone(), format!("{}kB", bytes / 1024)))
@@ -116,6 +130,8 @@ mod tests {
             s("max_wal_size", "1024", "MB"),
             s("checkpoint_timeout", "300", "s"),
             s("backend_flush_after", "0", "8kB"),
+            s("notify_buffers", "16", "8kB"),
+            s("transaction_buffers", "0", "8kB"),
         ];
         assert_eq!(
             held_settings(&reference),

@@ -25,6 +25,32 @@ pub fn pg_tarball() -> PathBuf {
     p
 }
 
+/// The PostgreSQL `major` release tarball `deploy/setup.sh` fetched from Debian's source
+/// packages (`BLOCKLAB_PG17_TARBALL`, ..., else `/var/cache/blocklab/src/postgresql-MAJOR.tar.*`).
+pub fn pg_tarball_of(major: u32) -> PathBuf {
+    if let Ok(p) = std::env::var(format!("BLOCKLAB_PG{major}_TARBALL")) {
+        let p = PathBuf::from(p);
+        assert!(
+            p.is_file(),
+            "BLOCKLAB_PG{major}_TARBALL={} is not a file: run deploy/setup.sh, which fetches it",
+            p.display()
+        );
+        return p;
+    }
+    let dir = std::path::Path::new("/var/cache/blocklab/src");
+    ["bz2", "xz", "gz"]
+        .iter()
+        .map(|ext| dir.join(format!("postgresql-{major}.tar.{ext}")))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "no PostgreSQL {major} source tarball in {}: run deploy/setup.sh, which fetches it \
+                 from Debian's postgresql-{major} source package",
+                dir.display()
+            )
+        })
+}
+
 /// The shared build cache, so builds are reused across tests and test runs.
 pub fn build_cache() -> PathBuf {
     PathBuf::from(

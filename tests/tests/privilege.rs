@@ -38,15 +38,15 @@ async fn settings_the_build_refuses_fail_the_job_before_any_run() {
     let at_submit = [
         (
             r#"shared_buffers = "64MB' ; listen_addresses = '*""#,
-            r#"settings.shared_buffers: "MB' ; listen_addresses = '*" is not a unit (memory: B, kB, MB, GB, TB; time: us, ms, s, min, h, d) (as PostgreSQL 15 reads shared_buffers)"#,
+            r#"settings.shared_buffers: "MB' ; listen_addresses = '*" is not a unit (memory: B, kB, MB, GB, TB; time: us, ms, s, min, h, d) (as PostgreSQL 18 reads shared_buffers)"#,
         ),
         (
             r#"work_mem = "-1""#,
-            r#"settings.work_mem: -1 is outside the valid range (64 .. 2147483647) (as PostgreSQL 15 reads work_mem)"#,
+            r#"settings.work_mem: -1 is outside the valid range (64 .. 2147483647) (as PostgreSQL 18 reads work_mem)"#,
         ),
         (
             r#"max_connections = "lots""#,
-            r#"settings.max_connections: "lots" is not an integer (as PostgreSQL 15 reads max_connections)"#,
+            r#"settings.max_connections: "lots" is not an integer (as PostgreSQL 18 reads max_connections)"#,
         ),
         (
             r#"logging_collector = "on""#,

@@ -340,9 +340,14 @@ impl BuildCache {
                 .env("HOME", &scratch.to_string_lossy())
                 .run_as(Some(&self.builder))
         };
+        let configure_log = logs.join("configure.log");
         as_builder(configure)
-            .run_logged(&logs.join("configure.log"))
-            .await?;
+            .run_logged(&configure_log)
+            .await
+            .map_err(|e| {
+                let log = std::fs::read_to_string(&configure_log).unwrap_or_default();
+                e.with_cause(configure_error(&log))
+            })?;
         let make =
             as_builder(Cmd::new("make", "make", MAKE_TIMEOUT).arg(format!("-j{}", self.make_jobs)));
         self.make_with_progress(
@@ -435,6 +440,15 @@ async fn count_objects_of(dir: &Path) -> u64 {
     tokio::task::spawn_blocking(move || progress::count_objects(&dir))
         .await
         .unwrap_or(0)
+}
+
+/// What configure said stopped it (`bison not found`, `ICU library not found ...`), from
+/// its log's last `configure: error:` line.
+pub fn configure_error(log: &str) -> Option<String> {
+    log.lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("configure: error: "))
+        .map(|m| m.trim().to_string())
 }
 
 /// Reports a build's step (without a percentage).

@@ -49,3 +49,21 @@ async fn build_lock_is_exclusive() {
     let got = tokio::time::timeout(Duration::from_secs(5), second).await;
     assert!(matches!(got, Ok(Ok(Ok(_)))), "second lock not acquired");
 }
+
+#[test]
+fn configure_names_the_missing_build_dependency() {
+    let log = "checking for bison... no\nchecking for flex... no\n\
+               configure: error: bison not found\n";
+    assert_eq!(configure_error(log).as_deref(), Some("bison not found"));
+    let e = AgentError::Process {
+        what: "configure".into(),
+        reason: "exited with exit status: 1".into(),
+        log_tail: log.into(),
+    }
+    .with_cause(configure_error(log));
+    assert_eq!(
+        e.to_string(),
+        "configure failed: exited with exit status: 1: bison not found"
+    );
+    assert_eq!(configure_error("checking for gcc... gcc\n"), None);
+}

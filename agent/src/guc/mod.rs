@@ -5,7 +5,10 @@
 //! build's own configuration file parser (`postgres -D <scratch> -C block_size` over a
 //! postgresql.conf holding the settings), which knows what the catalog does not print:
 //! enum values, units, settings kept out of the sample file. Both run as the PostgreSQL user.
-//! Also: naming the setting a failed server start complains about in its log.
+//! `io_method` is judged against the build's version and configure flags first
+//! ([`io_method`]). Also: naming the setting a failed server start complains about in its log.
+
+pub mod io_method;
 
 use std::path::Path;
 use std::time::Duration;
@@ -78,6 +81,16 @@ async fn check_in(
     let postgres = install.join("bin/postgres");
     let catalog = describe(&postgres, run_as, scratch).await?;
     let mut problems = Vec::new();
+    if let Some(s) = settings.iter().find(|s| s.name == io_method::IO_METHOD) {
+        let facts = io_method::facts(install, run_as, scratch).await?;
+        if let Some(reason) = io_method::problem(&s.value, &facts) {
+            problems.push(SettingProblem {
+                name: s.name.clone(),
+                value: s.value.clone(),
+                reason,
+            });
+        }
+    }
     let mut conf = String::new();
     let problem = |s: &PgSetting, reason: String| SettingProblem {
         name: s.name.clone(),
@@ -85,6 +98,9 @@ async fn check_in(
         reason,
     };
     for s in settings {
+        if problems.iter().any(|p| p.name == s.name) {
+            continue;
+        }
         let quoted =
             validate_setting_name(&s.name).and_then(|()| quote_setting_value(&s.name, &s.value));
         let quoted = match quoted {

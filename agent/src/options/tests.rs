@@ -92,6 +92,7 @@ fn good_configure_flags_pass() {
         "--enable-debug",
         "--with-segsize=2",
         "--with-extra-version=-lab",
+        "--with-liburing",
         "--with-includes=/usr/include/x:/opt/y",
         "--enable-cassert",
     ] {

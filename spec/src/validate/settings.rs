@@ -190,17 +190,31 @@ duration = "5s"
             (
                 "[settings]\nmax_connections = \"lots\"",
                 "settings.max_connections",
-                "\"lots\" is not an integer (as PostgreSQL 15 reads max_connections)",
+                "\"lots\" is not an integer (as PostgreSQL 18 reads max_connections)",
             ),
             (
                 "[settings]\nwal_level = \"replica'; listen_addresses = '*\"",
                 "settings.wal_level",
-                "is not one of the setting's values (as PostgreSQL 15 reads wal_level)",
+                "is not one of the setting's values (as PostgreSQL 18 reads wal_level)",
             ),
         ] {
             let e = refused(settings);
             assert_eq!(e.field, field, "{settings}: {e}");
             assert!(e.message.contains(says), "{settings}: {}", e.message);
+        }
+    }
+
+    /// PostgreSQL 18's `io_method` passes the submit; whether the build has it (18, and
+    /// `io_uring` only `--with-liburing`) is the build's check before any run.
+    #[test]
+    fn io_method_is_a_setting_a_spec_may_give() {
+        for value in ["worker", "io_uring", "sync"] {
+            let text = format!(
+                "name = \"s\"\n[source]\ntarball = \"/var/cache/blocklab/src/postgresql-18.tar.bz2\"\n\
+                 [matrix]\nblock_size_kb = [8]\n[workload]\nbuiltin = \"tpcb-like\"\n\
+                 duration = \"5s\"\n[settings]\nio_method = \"{value}\"\nio_workers = 4\n"
+            );
+            Spec::parse(&text).unwrap_or_else(|e| panic!("io_method = {value}: {e}"));
         }
     }
 

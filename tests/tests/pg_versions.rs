@@ -1,0 +1,69 @@
+//! PostgreSQL 15, 17 and 18 in one job, each built from its release tarball at 8K and 16K data
+//! pages: every cell's runs prove the major version and the page size of the live server.
+
+use std::time::Duration;
+
+use blocklab_tests::{Lab, export_job, pg_tarball, pg_tarball_of, run_job};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_versions_at_two_page_sizes_run_end_to_end() {
+    let sources = [
+        ("pg15", 15, pg_tarball()),
+        ("pg17", 17, pg_tarball_of(17)),
+        ("pg18", 18, pg_tarball_of(18)),
+    ];
+    let lab = Lab::start().await;
+    let mut client = lab.client().await;
+    let mut spec = String::from(
+        r#"
+name = "pg-versions"
+repetitions = 1
+baseline = { block_size_kb = 8, source = "pg15" }
+[matrix]
+block_size_kb = [8, 16]
+clients = [1]
+[workload]
+builtin = "select-only"
+scale = 1
+warmup = "1s"
+duration = "2s"
+"#,
+    );
+    for (name, _, tarball) in &sources {
+        spec.push_str(&format!(
+            "[sources.{name}]\ntarball = \"{}\"\nconfigure = [\"--without-icu\"]\n",
+            tarball.display()
+        ));
+    }
+    let (job, state) = run_job(&mut client, &spec, Duration::from_secs(60 * 60)).await;
+    assert_eq!(state, "done", "job {job}");
+    let export = export_job(&mut client, &job, false).await;
+    assert_eq!(export.cells.len(), 6, "{:?}", export.cells);
+    for cell in &export.cells {
+        let (_, major, _) = sources
+            .iter()
+            .find(|(name, _, _)| cell.dims_json.contains(&format!("\"{name}\"")))
+            .unwrap_or_else(|| panic!("cell {} names no source: {}", cell.label, cell.dims_json));
+        let runs: Vec<_> = export
+            .runs
+            .iter()
+            .filter(|r| r.cell_index == cell.cell_index)
+            .collect();
+        assert_eq!(runs.len(), 1, "{}", cell.label);
+        for r in runs {
+            assert_eq!(r.state, "done", "{}: {}", cell.label, r.error);
+            assert!(
+                r.server_version.starts_with(&format!("{major}.")),
+                "{}: server_version {}",
+                cell.label,
+                r.server_version
+            );
+            assert_eq!(r.block_size, cell.block_size_kb * 1024, "{}", cell.label);
+            assert!(
+                r.result.as_ref().is_some_and(|m| m.transactions > 0),
+                "{}",
+                cell.label
+            );
+        }
+    }
+}

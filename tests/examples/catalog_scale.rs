@@ -172,14 +172,25 @@ async fn measure(catalog: &Location, jobs: usize, per_run: i64) -> Figures {
     let mut c = client(&lab.addr).await;
     let mut ids = Vec::new();
     for _ in 0..jobs {
-        let r = c
-            .submit_job(SubmitJobRequest {
-                spec_toml: SPEC.to_string(),
-                files: Default::default(),
-            })
-            .await
-            .expect("submit")
-            .into_inner();
+        // A coordinator takes the catalog's lease before it writes: until then it answers as
+        // a standby.
+        let mut tries = 0;
+        let r = loop {
+            match c
+                .submit_job(SubmitJobRequest {
+                    spec_toml: SPEC.to_string(),
+                    files: Default::default(),
+                })
+                .await
+            {
+                Ok(r) => break r.into_inner(),
+                Err(e) if e.code() == tonic::Code::Unavailable && tries < 100 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("submit: {e}"),
+            }
+        };
         ids.push(r.job_id);
     }
     let _ = lab.stop.send(true);

@@ -76,7 +76,12 @@ impl Scheduler {
             }
             _ => decide_sequential(rounds, adaptive.max, undecided_cells(&export)),
         };
-        let decision = within_budget(decision, rounds, analysis::budget::look(&export));
+        let look = if races.is_empty() {
+            analysis::budget::look(&export)
+        } else {
+            analysis::race::budget_look(&export, &races)
+        };
+        let decision = within_budget(decision, rounds, look);
         tracing::info!(job_id, ?decision, "adaptive repetitions");
         let round = match decision {
             Decision::AddRound { round, .. } | Decision::AddUndecidedRound { round, .. } => round,

@@ -44,6 +44,24 @@ pub struct BudgetLook {
 }
 
 impl BudgetLook {
+    /// The same look with the next round costing `runs` runs at the mean time of a run so far
+    /// (a race's next round holds only the cells still racing); unchanged before any run.
+    pub fn with_next_round_of(self, export: &JobExport, runs: usize) -> BudgetLook {
+        let timed: Vec<f64> = export
+            .runs
+            .iter()
+            .filter_map(|r| run_seconds(&r.started_at, &r.finished_at))
+            .collect();
+        if timed.is_empty() {
+            return self;
+        }
+        let per_run = timed.iter().sum::<f64>() / timed.len() as f64;
+        BudgetLook {
+            round_seconds: per_run * runs as f64,
+            ..self
+        }
+    }
+
     /// Whether one more round, at the mean cost of a round so far, stays within the budget.
     pub fn round_fits(&self) -> bool {
         self.spent_seconds + self.round_seconds <= self.budget_seconds
@@ -110,5 +128,12 @@ mod tests {
             ..Default::default()
         });
         assert!(!look(&e).expect("a budget").round_fits());
+        // A race's next round of one cell: one run at the mean 20 s; 60 + 20 <= 79 fails, a
+        // budget of 80 holds it.
+        let one = look(&e).expect("a budget").with_next_round_of(&e, 1);
+        assert!((one.round_seconds - 20.0).abs() < 1e-9, "{one:?}");
+        assert!(!one.round_fits());
+        let none = look(&e).expect("a budget").with_next_round_of(&e, 0);
+        assert!(none.round_fits());
     }
 }

@@ -83,12 +83,24 @@ pub fn job_races(export: &JobExport, metric: &Metric) -> Vec<Race> {
         .collect()
 }
 
-/// How the race ends (or that it runs), as the results name it.
-pub fn end_text(export: &JobExport, race: &Race) -> String {
+/// The job's budget look when its next round holds only the cells still racing in races not
+/// yet over, at the mean time of a run so far; `None` without a budget.
+pub fn budget_look(export: &JobExport, races: &[Race]) -> Option<budget::BudgetLook> {
+    let next: usize = races
+        .iter()
+        .filter(|r| r.end == End::Running)
+        .map(|r| r.racing().len())
+        .sum();
+    budget::look(export).map(|b| b.with_next_round_of(export, next))
+}
+
+/// How the race ends (or that it runs), as the results name it; `look` is the job's
+/// [`budget_look`].
+pub fn end_text(race: &Race, look: Option<budget::BudgetLook>) -> String {
     match race.end {
         End::Decided { round } => format!("decided at round {round}"),
         End::MaxReached { round } => format!("max repetitions reached ({round})"),
-        End::Running => match budget::look(export).filter(|b| !b.round_fits()) {
+        End::Running => match look.filter(|b| !b.round_fits()) {
             Some(b) => format!(
                 "budget reached ({} rounds, {:.0}s of {:.0}s)",
                 race.rounds, b.spent_seconds, b.budget_seconds
@@ -134,7 +146,7 @@ pub(super) fn standing(
         rounds: race.rounds,
         runs_spent: race.runs_spent,
         full_grid_runs: race.full_grid_runs,
-        end: end_text(export, race),
+        end: end_text(race, budget_look(export, races)),
         default_label: race
             .cells
             .iter()

@@ -7,7 +7,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 
-use blocklab_measure::job::CellResult;
+use blocklab_measure::job::{CellResult, QueryResults};
 use blocklab_report::ReportError;
 use blocklab_report::format::pct;
 use blocklab_report::plot::{ForestRow, esc, forest_chart};
@@ -15,6 +15,7 @@ use blocklab_spec::JobKind;
 
 use crate::catalog::history::RanOn;
 use crate::catalog::{Catalog, CatalogError, JobRecord};
+use crate::dashboard::cache::Finished;
 use crate::dashboard::pages;
 use crate::results::{ResultsError, query_results};
 
@@ -141,6 +142,7 @@ pub async fn page(
     catalog_path: &str,
     metric: &str,
     filters: &Filters,
+    kept: &Finished<QueryResults>,
 ) -> Result<String, HistoryError> {
     let jobs = catalog.jobs().await?;
     let metrics = metrics_present(&jobs);
@@ -151,16 +153,22 @@ pub async fn page(
         .into_iter()
         .filter(|j| j.kind == JobKind::Benchmark && j.runs_done > 0)
     {
-        let r = match query_results(catalog, catalog_path, &job.job_id, metric).await {
-            Ok(r) => r,
-            // The job has no such metric.
-            Err(ResultsError::Report(ReportError::Stats(_))) => continue,
-            Err(e) => return Err(e.into()),
+        let key = format!("{}\n{metric}", job.job_id);
+        let r = match kept.get(&key) {
+            Some(r) => r,
+            None => match query_results(catalog, catalog_path, &job.job_id, metric).await {
+                Ok(r) if job.state.is_finished() => kept.put(key, r),
+                Ok(r) => std::sync::Arc::new(r),
+                // The job has no such metric.
+                Err(ResultsError::Report(ReportError::Stats(_))) => continue,
+                Err(e) => return Err(e.into()),
+            },
         };
         let cells: Vec<CellResult> = r
             .cells
-            .into_iter()
+            .iter()
             .filter(|c| !c.is_baseline && c.pct_change_vs_baseline.is_some())
+            .cloned()
             .collect();
         if cells.is_empty() {
             continue;

@@ -23,6 +23,7 @@ use crate::error::{ErrorCode, ServiceError};
 use crate::fleet::Registry;
 
 pub mod auth;
+pub mod cache;
 pub mod history;
 pub mod jobs;
 mod pages;
@@ -36,6 +37,9 @@ pub struct Dashboard {
     pub catalog_path: String,
     gate: Arc<auth::Gate>,
     headlines: Arc<jobs::Headlines>,
+    /// Finished jobs' rendered pages, and their results by job and metric.
+    pages: Arc<cache::Finished<String>>,
+    results: Arc<cache::Finished<blocklab_measure::job::QueryResults>>,
 }
 
 impl Dashboard {
@@ -51,6 +55,8 @@ impl Dashboard {
             catalog_path,
             gate: auth::Gate::new(TokenCheck::api(api_tokens), auth::SESSION_TTL),
             headlines: Arc::default(),
+            pages: Arc::default(),
+            results: Arc::default(),
         }
     }
 
@@ -187,6 +193,9 @@ async fn job(State(d): State<Arc<Dashboard>>, Path(job_id): Path<String>) -> Res
     if let Some(r) = not_a_job(&job_id) {
         return r;
     }
+    if let Some(page) = d.pages.get(&job_id) {
+        return Html(page.as_str().to_string()).into_response();
+    }
     let metric = blocklab_report::stats::Metric::Tps;
     let mut export = match crate::results::export_job(
         &d.catalog,
@@ -211,7 +220,16 @@ async fn job(State(d): State<Arc<Dashboard>>, Path(job_id): Path<String>) -> Res
     for r in &mut export.runs {
         r.samples = series.remove(&r.run_id).unwrap_or_default();
     }
-    Html(pages::job(&export)).into_response()
+    let page = pages::job(&export);
+    let finished = export.job.as_ref().is_some_and(|j| {
+        j.state
+            .parse::<blocklab_spec::JobState>()
+            .is_ok_and(|s| s.is_finished())
+    });
+    if finished {
+        d.pages.put(job_id, page.clone());
+    }
+    Html(page).into_response()
 }
 
 async fn history_index() -> Response {
@@ -227,7 +245,7 @@ async fn history_page(
         Ok(f) => f,
         Err(e) => return service_error(&e),
     };
-    match history::page(&d.catalog, &d.catalog_path, &metric, &filters).await {
+    match history::page(&d.catalog, &d.catalog_path, &metric, &filters, &d.results).await {
         Ok(page) => Html(page).into_response(),
         Err(e) => service_error(&e),
     }

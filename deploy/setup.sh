@@ -67,77 +67,20 @@ fi
 $SUDO mkdir -p "$BLOCKLAB_CACHE/src" "$BLOCKLAB_BUILD_CACHE" /var/lib/blocklab
 $SUDO chmod 755 "$BLOCKLAB_CACHE" "$BLOCKLAB_CACHE/src" "$BLOCKLAB_BUILD_CACHE" /var/lib/blocklab
 
-fetch_pg_source() {
-  local list=/etc/apt/sources.list.d/blocklab-deb-src.sources
-  if ! apt-cache showsrc postgresql-15 2>/dev/null | grep -q '^Version:'; then
-    echo "setup: adding deb-src entries for the configured Debian mirror"
-    local uri
-    uri=$(grep -h '^URIs:' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1 | awk '{print $2}')
-    uri=${uri:-http://deb.debian.org/debian}
-    $SUDO tee "$list" >/dev/null <<SRC
-Types: deb-src
-URIs: $uri
-Suites: bookworm bookworm-updates
-Components: main
-
-Types: deb-src
-URIs: ${uri%/debian}/debian-security
-Suites: bookworm-security
-Components: main
-SRC
-    $SUDO apt-get update -q
-  fi
-  local tmp version
-  tmp=$(mktemp -d)
-  chmod 755 "$tmp"
-  for version in $(apt-cache showsrc postgresql-15 | awk '/^Version:/{print $2}' | sort -Vr); do
-    echo "setup: fetching PostgreSQL source postgresql-15=$version"
-    if (cd "$tmp" && apt-get source --download-only "postgresql-15=$version" >/dev/null 2>&1) \
-       && ls "$tmp"/postgresql-15_*.orig.tar.bz2 >/dev/null 2>&1; then
-      $SUDO install -m 644 "$(ls "$tmp"/postgresql-15_*.orig.tar.bz2 | head -n1)" "$BLOCKLAB_PG_TARBALL"
-      rm -rf "$tmp"
-      return 0
-    fi
-    rm -f "$tmp"/*
-  done
-  rm -rf "$tmp"
-  echo "setup: could not download any postgresql-15 source package version" >&2
-  return 1
+# The configured Debian mirror (deb.debian.org when none is configured).
+mirror_uri() {
+  local uri
+  uri=$(grep -h '^URIs:' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1 | awk '{print $2}')
+  echo "${uri:-http://deb.debian.org/debian}"
 }
 
-if [ ! -s "$BLOCKLAB_PG_TARBALL" ]; then
-  fetch_pg_source
-fi
-echo "setup: PostgreSQL source $BLOCKLAB_PG_TARBALL ($(tar -tjf "$BLOCKLAB_PG_TARBALL" | head -n1 | cut -d/ -f1))"
-
-# PostgreSQL 17 and 18 come from Debian's newer suites as source packages only: the sources
-# file below has deb-src entries and no deb entry, so apt never installs a binary from them.
-# `apt-get source --download-only` verifies what it fetches (the suite's signed Release names
-# the Sources index's checksum, the index names the .dsc's, the .dsc names the .orig
-# tarball's), so the tarball is PostgreSQL's release tarball as Debian checked it in.
-fetch_newer_pg_source() {
-  local major=$1 dest=$2 list=/etc/apt/sources.list.d/blocklab-deb-src-newer.sources
-  if [ ! -f "$list" ]; then
-    echo "setup: adding deb-src entries for trixie and sid (source packages only)"
-    local uri
-    uri=$(grep -h '^URIs:' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1 | awk '{print $2}')
-    uri=${uri:-http://deb.debian.org/debian}
-    $SUDO tee "$list" >/dev/null <<SRC
-Types: deb-src
-URIs: $uri
-Suites: trixie trixie-updates sid
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb-src
-URIs: ${uri%/debian}/debian-security
-Suites: trixie-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-    $SUDO apt-get update -q
-  fi
-  local tmp version orig
+# Downloads the newest version of source package postgresql-$1 that the mirror serves, with
+# `apt-get source --download-only` (which verifies what it fetches: the suite's signed Release
+# names the Sources index's checksum, the index names the .dsc's, the .dsc names the .orig
+# tarball's), and installs its .orig tarball, PostgreSQL's release tarball, as $2 (keeping
+# the real compression in the name: the agent's tar reads any).
+fetch_orig() {
+  local major=$1 dest=$2 tmp version orig=""
   tmp=$(mktemp -d)
   chmod 755 "$tmp"
   for version in $(apt-cache showsrc "postgresql-$major" | awk '/^Version:/{print $2}' | sort -Vru); do
@@ -155,7 +98,6 @@ SRC
     echo "setup: could not download any postgresql-$major source package version" >&2
     return 1
   fi
-  # The agent's tar reads any compression; keep the real one in the name.
   case "$orig" in
     *.tar.bz2) ;;
     *) dest=${dest%.tar.bz2}.tar.${orig##*.tar.} ;;
@@ -163,6 +105,59 @@ SRC
   $SUDO install -m 644 "$orig" "$dest"
   rm -rf "$tmp"
   echo "setup: installed postgresql-$major $version as $dest"
+}
+
+fetch_pg_source() {
+  local list=/etc/apt/sources.list.d/blocklab-deb-src.sources
+  if ! apt-cache showsrc postgresql-15 2>/dev/null | grep -q '^Version:'; then
+    echo "setup: adding deb-src entries for the configured Debian mirror"
+    local uri
+    uri=$(mirror_uri)
+    $SUDO tee "$list" >/dev/null <<SRC
+Types: deb-src
+URIs: $uri
+Suites: bookworm bookworm-updates
+Components: main
+
+Types: deb-src
+URIs: ${uri%/debian}/debian-security
+Suites: bookworm-security
+Components: main
+SRC
+    $SUDO apt-get update -q
+  fi
+  fetch_orig 15 "$BLOCKLAB_PG_TARBALL"
+}
+
+if [ ! -s "$BLOCKLAB_PG_TARBALL" ]; then
+  fetch_pg_source
+fi
+echo "setup: PostgreSQL source $BLOCKLAB_PG_TARBALL ($(tar -tjf "$BLOCKLAB_PG_TARBALL" | head -n1 | cut -d/ -f1))"
+
+# PostgreSQL 17 and 18 come from Debian's newer suites as source packages only: the sources
+# file below has deb-src entries and no deb entry, so apt never installs a binary from them.
+fetch_newer_pg_source() {
+  local major=$1 dest=$2 list=/etc/apt/sources.list.d/blocklab-deb-src-newer.sources
+  if [ ! -f "$list" ]; then
+    echo "setup: adding deb-src entries for trixie and sid (source packages only)"
+    local uri
+    uri=$(mirror_uri)
+    $SUDO tee "$list" >/dev/null <<SRC
+Types: deb-src
+URIs: $uri
+Suites: trixie trixie-updates sid
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: ${uri%/debian}/debian-security
+Suites: trixie-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+    $SUDO apt-get update -q
+  fi
+  fetch_orig "$major" "$dest"
 }
 
 if [ "${BLOCKLAB_SETUP_FOR:-test}" = test ]; then

@@ -29,7 +29,7 @@ if [ "$(id -u)" -ne 0 ]; then
   SUDO="sudo"
 fi
 
-pkgs=(build-essential pkg-config libreadline-dev zlib1g-dev bzip2 ca-certificates sqlite3 procps dpkg-dev)
+pkgs=(build-essential pkg-config libreadline-dev zlib1g-dev bzip2 ca-certificates sqlite3 ccache procps dpkg-dev)
 case "${BLOCKLAB_SETUP_FOR:-test}" in
   demo) ;;
   test) pkgs+=(iproute2 time postgresql-15 postgresql-client-15 chromium curl bison flex liburing-dev) ;;

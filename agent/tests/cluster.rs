@@ -97,6 +97,50 @@ async fn builds_starts_proves_block_size_and_stops() {
     );
     assert_eq!(build.pg_version, "15.18");
     assert_eq!(build.source_sha256.len(), 64);
+    // The parts a lab runs, and not the rest of the tree (15 still links `postmaster`).
+    let install = std::path::Path::new(&build.install_dir);
+    assert_eq!(
+        entries(&install.join("bin")),
+        [
+            "initdb",
+            "pg_config",
+            "pg_ctl",
+            "pg_dump",
+            "pg_dumpall",
+            "pg_restore",
+            "pg_waldump",
+            "postgres",
+            "postmaster",
+            "psql"
+        ]
+    );
+    // PostgreSQL adds `postgresql/` to the library and data directories of a prefix whose
+    // name does not say postgres.
+    let pkg = |d: &str| {
+        let sub = install.join(d).join("postgresql");
+        if sub.is_dir() { sub } else { install.join(d) }
+    };
+    let lib = entries(&pkg("lib"));
+    for want in [
+        "plpgsql.so",
+        "dict_snowball.so",
+        "utf8_and_iso8859.so",
+        "basic_archive.so",
+    ] {
+        assert!(lib.iter().any(|f| f == want), "lib lacks {want}: {lib:?}");
+    }
+    let libs = entries(&install.join("lib"));
+    assert!(libs.iter().any(|f| f == "libpq.so"), "{libs:?}");
+    assert!(!libs.iter().any(|f| f.starts_with("libecpg")), "{libs:?}");
+    for share in [
+        "postgres.bki",
+        "snowball_create.sql",
+        "timezonesets",
+        "timezone",
+        "extension",
+    ] {
+        assert!(pkg("share").join(share).exists(), "share lacks {share}");
+    }
 
     let again = handler
         .ensure_build(&options(&["--without-icu"]), None)

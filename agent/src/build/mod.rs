@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blocklab_daemon::fleet::ProgressSink;
-use blocklab_spec::{BuildProgress, BuildStep};
+use blocklab_spec::BuildStep;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
@@ -27,19 +27,19 @@ use staging::BuildDir;
 
 mod allow;
 pub mod install;
+mod make;
+pub mod objects;
 pub mod progress;
+pub mod recipe;
 pub mod source;
 pub mod staging;
 
 pub use allow::AllowedSources;
+pub use make::configure_error;
+use make::{Maker, report};
 
 pub const MARKER: &str = ".blocklab-complete";
-const CONFIGURE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
-const MAKE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
-const INSTALL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
-/// How often `make`'s objects are counted while it runs.
-const MAKE_TICK: Duration = Duration::from_secs(2);
 
 /// Contents of the completion marker. Fields added later default, so older markers stay
 /// valid (a marker that does not parse makes the build count as unfinished).
@@ -278,9 +278,21 @@ impl BuildCache {
         let scratch = dir.path.join("build");
         crate::users::own_dir(&scratch, &self.builder)?;
         let dest = dir.path.join("dest");
-        self.steps(
-            spec, fetched, top, prefix, &scratch, &dest, &logs, old, progress,
-        )
+        Maker {
+            root: &self.root,
+            builder: &self.builder,
+            make_jobs: self.make_jobs,
+            spec,
+            fetched,
+            top,
+            prefix,
+            scratch: &scratch,
+            dest: &dest,
+            logs: &logs,
+            old,
+            progress,
+        }
+        .run()
         .await?;
         tracing::debug!(key = %key, version = %info.version, "taking the install into the cache");
         let staged_rel = dest.join(prefix.strip_prefix("/").unwrap_or(prefix));
@@ -301,168 +313,6 @@ impl BuildCache {
         .map_err(|e| AgentError::Other(format!("install copy panicked: {e}")))??;
         tracing::info!(key = %key, entries, "install taken into the cache");
         Ok(())
-    }
-
-    /// configure (out of tree, in `scratch`), make, `make install` into `dest` (`DESTDIR`),
-    /// as the builds user; each stage logged.
-    #[allow(clippy::too_many_arguments)]
-    async fn steps(
-        &self,
-        spec: &BuildSpec,
-        fetched: &Fetched,
-        top: &Path,
-        prefix: &Path,
-        scratch: &Path,
-        dest: &Path,
-        logs: &Path,
-        old: bool,
-        progress: Option<&ProgressSink>,
-    ) -> Result<(), AgentError> {
-        report(progress, spec, BuildStep::Configure).await;
-        let mut prefix_arg = std::ffi::OsString::from("--prefix=");
-        prefix_arg.push(prefix);
-        let mut configure = Cmd::new("configure", top.join("configure"), CONFIGURE_TIMEOUT)
-            .arg(prefix_arg)
-            .arg(format!("--with-blocksize={}", spec.block_size_kb))
-            .arg(format!("--with-wal-blocksize={}", spec.wal_block_size_kb));
-        if spec.segsize_gb != 0 {
-            configure = configure.arg(format!("--with-segsize={}", spec.segsize_gb));
-        }
-        if old && spec.wal_segsize_mb != 0 {
-            configure = configure.arg(format!("--with-wal-segsize={}", spec.wal_segsize_mb));
-        }
-        configure = configure.args(&spec.configure_flags);
-        if !spec.cflags.is_empty() {
-            configure = configure.arg(format!("CFLAGS={}", spec.cflags.join(" ")));
-        }
-        let as_builder = |c: Cmd| {
-            c.cwd(scratch)
-                .env("HOME", &scratch.to_string_lossy())
-                .run_as(Some(&self.builder))
-        };
-        let configure_log = logs.join("configure.log");
-        as_builder(configure)
-            .run_logged(&configure_log)
-            .await
-            .map_err(|e| {
-                let log = std::fs::read_to_string(&configure_log).unwrap_or_default();
-                e.with_cause(configure_error(&log))
-            })?;
-        let make =
-            as_builder(Cmd::new("make", "make", MAKE_TIMEOUT).arg(format!("-j{}", self.make_jobs)));
-        self.make_with_progress(
-            make,
-            spec,
-            fetched,
-            top,
-            scratch,
-            &logs.join("build.log"),
-            progress,
-        )
-        .await?;
-        report(progress, spec, BuildStep::Install).await;
-        let mut destdir = std::ffi::OsString::from("DESTDIR=");
-        destdir.push(dest);
-        as_builder(
-            Cmd::new("make install", "make", INSTALL_TIMEOUT)
-                .arg("install")
-                .arg(destdir),
-        )
-        .run_logged(&logs.join("install.log"))
-        .await
-    }
-}
-
-impl BuildCache {
-    /// Runs `make`, reporting the share of objects compiled (see [`progress`]) each time its
-    /// whole percent changes; records the object count and duration for the next build.
-    #[allow(clippy::too_many_arguments)]
-    async fn make_with_progress(
-        &self,
-        make: Cmd,
-        spec: &BuildSpec,
-        fetched: &Fetched,
-        top: &Path,
-        scratch: &Path,
-        log: &Path,
-        sink: Option<&ProgressSink>,
-    ) -> Result<(), AgentError> {
-        let history = progress::read_history(&self.root, &fetched.digest);
-        let meter = {
-            let dir = top.to_path_buf();
-            let h = history.clone();
-            tokio::task::spawn_blocking(move || progress::MakeMeter::new(h.as_ref(), &dir))
-                .await
-                .map_err(|e| AgentError::Other(format!("object estimate panicked: {e}")))?
-        };
-        tracing::info!(expected_objects = meter.expected_objects, estimated = meter.estimated, earlier_seconds = ?meter.earlier_seconds, "make started");
-        let started = Instant::now();
-        let run = make.run_logged(log);
-        tokio::pin!(run);
-        let mut tick = tokio::time::interval(MAKE_TICK);
-        let mut last_percent = None;
-        let outcome = loop {
-            tokio::select! {
-                r = &mut run => break r,
-                _ = tick.tick() => {
-                    let done = count_objects_of(scratch).await;
-                    let (percent, eta) = meter.reading(done, started.elapsed().as_secs_f64());
-                    let whole = percent.floor() as u64;
-                    if last_percent != Some(whole) {
-                        last_percent = Some(whole);
-                        let p = BuildProgress {
-                            block_size_kb: spec.block_size_kb,
-                            wal_block_size_kb: spec.wal_block_size_kb,
-                            step: BuildStep::Make,
-                            percent: Some(percent),
-                            estimated: meter.estimated,
-                            eta_seconds: eta,
-                        };
-                        tracing::debug!(objects = done, percent, eta_seconds = ?eta, "make progress");
-                        if let Some(s) = sink {
-                            s.build(&p).await;
-                        }
-                    }
-                }
-            }
-        };
-        outcome?;
-        let objects = count_objects_of(scratch).await;
-        let seconds = started.elapsed().as_secs_f64();
-        tracing::info!(objects, seconds, "make finished");
-        progress::record_make(&self.root, &fetched.digest, objects, seconds);
-        Ok(())
-    }
-}
-
-async fn count_objects_of(dir: &Path) -> u64 {
-    let dir = dir.to_path_buf();
-    tokio::task::spawn_blocking(move || progress::count_objects(&dir))
-        .await
-        .unwrap_or(0)
-}
-
-/// What configure said stopped it (`bison not found`, `ICU library not found ...`), from
-/// its log's last `configure: error:` line.
-pub fn configure_error(log: &str) -> Option<String> {
-    log.lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("configure: error: "))
-        .map(|m| m.trim().to_string())
-}
-
-/// Reports a build's step (without a percentage).
-async fn report(sink: Option<&ProgressSink>, spec: &BuildSpec, step: BuildStep) {
-    if let Some(s) = sink {
-        s.build(&BuildProgress {
-            block_size_kb: spec.block_size_kb,
-            wal_block_size_kb: spec.wal_block_size_kb,
-            step,
-            percent: None,
-            estimated: false,
-            eta_seconds: None,
-        })
-        .await;
     }
 }
 

@@ -42,6 +42,11 @@ pub struct Fetched {
 }
 
 impl Fetched {
+    /// The family whose builds share compiled objects (see `objects`).
+    pub fn family(&self) -> String {
+        super::objects::family(&self.digest, self.git.as_ref().map(|(m, _)| m.as_path()))
+    }
+
     pub fn git_commit(&self) -> Option<String> {
         self.git.as_ref().map(|(_, c)| c.clone())
     }

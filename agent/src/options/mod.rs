@@ -396,6 +396,8 @@ pub fn cache_key(
     if !spec.cflags.is_empty() {
         h.update(format!("cflags={}\n", spec.cflags.join(" ")));
     }
+    // What the build makes (see `build::recipe`): a build of other parts is another build.
+    h.update(format!("recipe={}\n", crate::build::recipe::RECIPE));
     let digest = hex::encode(h.finalize());
     format!("{}-{}", spec.readable_prefix(version_hint), &digest[..16])
 }

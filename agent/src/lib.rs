@@ -153,8 +153,16 @@ pub fn default_build_user() -> Option<String> {
 /// executes tasks, and on shutdown stops and removes every running cluster.
 pub async fn serve(
     config: AgentConfig,
-    shutdown: impl Future<Output = ()>,
+    shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), AgentError> {
+    serve_boxed(config, Box::pin(shutdown)).await
+}
+
+/// The shutdown signal as one type, so the daemon's code is compiled once, in this crate,
+/// not again in every binary and test that starts it.
+type Shutdown<'a> = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+async fn serve_boxed(config: AgentConfig, shutdown: Shutdown<'_>) -> Result<(), AgentError> {
     let session = SessionConfig {
         coordinator: config.coordinator.clone(),
         hello: Default::default(),

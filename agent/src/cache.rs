@@ -101,6 +101,35 @@ pub fn evict_lru(root: &Path, max_bytes: u64) -> Result<Vec<String>, AgentError>
     Ok(removed)
 }
 
+/// Removes the object stores (`<root>/.objects/<family>/`) of sources no cached build was made
+/// from, unless a build of that source holds the store. Returns the families removed.
+pub fn evict_stores(root: &Path) -> Result<Vec<String>, AgentError> {
+    let objects = root.join(crate::build::objects::OBJECTS);
+    let Ok(rd) = std::fs::read_dir(&objects) else {
+        return Ok(Vec::new());
+    };
+    let kept: std::collections::BTreeSet<String> = list(root)
+        .into_iter()
+        .map(|b| b.marker.object_family)
+        .collect();
+    let mut removed = Vec::new();
+    for e in rd.flatten() {
+        let family = e.file_name().to_string_lossy().into_owned();
+        if !e.file_type().is_ok_and(|t| t.is_dir()) || kept.contains(&family) {
+            continue;
+        }
+        let Some(_held) = try_lock_file(&objects.join(format!("{family}.lock")))? else {
+            continue;
+        };
+        tracing::info!(family = %family, "removing the object store of a source no build is left of");
+        std::fs::remove_dir_all(e.path())
+            .map_err(|err| AgentError::io(format!("remove {}", e.path().display()), err))?;
+        removed.push(family);
+    }
+    removed.sort();
+    Ok(removed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +156,9 @@ mod tests {
             cflags: vec![],
             source: "/src/postgresql-15.18.tar.bz2".into(),
             git_commit: String::new(),
+            object_family: format!("src-{key}"),
+            objects_reused: 0,
+            objects_compiled: 0,
         };
         write_marker(&prefix, &m).unwrap();
         std::fs::write(last_used_path(&prefix), last_used.to_string()).unwrap();
@@ -185,5 +217,25 @@ mod tests {
         assert!(evict_lru(root, 0).unwrap().is_empty());
         drop(building);
         assert_eq!(evict_lru(root, 0).unwrap(), ["k-newest"]);
+    }
+
+    #[test]
+    fn object_stores_go_with_the_last_build_of_their_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fake_build(root, "k-kept", 4, 100);
+        let objects = root.join(crate::build::objects::OBJECTS);
+        for family in ["src-k-kept", "src-k-gone", "src-k-building"] {
+            std::fs::create_dir_all(objects.join(family).join("ccache/0")).unwrap();
+        }
+        std::fs::write(objects.join("src-k-kept.lock"), "").unwrap();
+        let building = std::fs::File::create(objects.join("src-k-building.lock")).unwrap();
+        building.lock().unwrap();
+        assert_eq!(evict_stores(root).unwrap(), ["src-k-gone"]);
+        assert!(objects.join("src-k-kept/ccache").is_dir());
+        assert!(objects.join("src-k-building").is_dir());
+        assert!(!objects.join("src-k-gone").exists());
+        drop(building);
+        assert_eq!(evict_stores(root).unwrap(), ["src-k-building"]);
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use blocklab_daemon::fleet::ProgressSink;
 use blocklab_spec::{BuildProgress, BuildStep};
 
-use super::objects::Store;
+use super::objects::{Reuse, Store};
 use super::source::Fetched;
 use crate::error::AgentError;
 use crate::options::BuildSpec;
@@ -45,8 +45,9 @@ pub struct Maker<'a> {
 
 impl Maker<'_> {
     /// configure (out of tree, in `scratch`), make, `make install` into `dest` (`DESTDIR`),
-    /// as the builds user; each stage logged.
-    pub async fn run(&self) -> Result<(), AgentError> {
+    /// as the builds user; each stage logged. Returns the objects taken from the source's
+    /// store and compiled (when ccache counted them).
+    pub async fn run(&self) -> Result<Option<Reuse>, AgentError> {
         report(self.progress, self.spec, BuildStep::Configure).await;
         let store = Store::open(self.root, &self.fetched.family(), self.builder).await?;
         let outcome = self.with_store(&store).await;
@@ -56,7 +57,7 @@ impl Maker<'_> {
         outcome
     }
 
-    async fn with_store(&self, store: &Store) -> Result<(), AgentError> {
+    async fn with_store(&self, store: &Store) -> Result<Option<Reuse>, AgentError> {
         let Maker {
             spec,
             top,
@@ -135,7 +136,8 @@ impl Maker<'_> {
         store.zero_stats().await;
         self.make_with_progress(make, &parts, &logs.join("build.log"))
             .await?;
-        if let Some(r) = store.reuse().await {
+        let reuse = store.reuse().await;
+        if let Some(r) = reuse {
             tracing::info!(
                 objects_reused = r.hits,
                 objects_compiled = r.misses,
@@ -153,7 +155,8 @@ impl Maker<'_> {
                 .arg(destdir),
         )
         .run_logged(&logs.join("install.log"))
-        .await
+        .await?;
+        Ok(reuse)
     }
     /// Runs `make`, reporting the share of objects compiled (see [`progress`]) each time its
     /// whole percent changes; records the object count and duration for the next build.

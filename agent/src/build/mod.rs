@@ -65,6 +65,14 @@ pub struct Marker {
     pub source: String,
     #[serde(default)]
     pub git_commit: String,
+    /// The object store the build used (see `objects`); empty before stores existed.
+    #[serde(default)]
+    pub object_family: String,
+    /// Objects taken from the store, and compiled, by this build (0 and 0 without ccache).
+    #[serde(default)]
+    pub objects_reused: u64,
+    #[serde(default)]
+    pub objects_compiled: u64,
 }
 
 /// What a build (or the reuse of a cached one) gave.
@@ -226,10 +234,13 @@ impl BuildCache {
             .await;
         // Removing the build's tree (its objects) takes a while: off the async threads.
         let _ = tokio::task::spawn_blocking(move || drop(dir)).await;
-        if let Err(e) = outcome {
-            let _ = std::fs::remove_dir_all(&prefix);
-            return Err(e);
-        }
+        let reuse = match outcome {
+            Ok(r) => r.unwrap_or_default(),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&prefix);
+                return Err(e);
+            }
+        };
         let pg_version = pg_version(&prefix, &self.server).await?;
         let marker = Marker {
             key: key.clone(),
@@ -248,9 +259,12 @@ impl BuildCache {
             cflags: spec.cflags.clone(),
             source: spec.source.describe(),
             git_commit: fetched.git_commit().unwrap_or_default(),
+            object_family: fetched.family(),
+            objects_reused: reuse.hits,
+            objects_compiled: reuse.misses,
         };
         write_marker(&prefix, &marker)?;
-        tracing::info!(key = %key, seconds = marker.build_seconds, "build complete");
+        tracing::info!(key = %key, seconds = marker.build_seconds, objects_reused = reuse.hits, objects_compiled = reuse.misses, "build complete");
         crate::metrics::BUILDS_MADE.inc();
         let b = in_use(&marker, false).await;
         drop(lock);
@@ -271,14 +285,14 @@ impl BuildCache {
         dir: &BuildDir,
         old: bool,
         progress: Option<&ProgressSink>,
-    ) -> Result<(), AgentError> {
+    ) -> Result<Option<objects::Reuse>, AgentError> {
         let logs = self.root.join(format!("{key}.logs"));
         let _ = std::fs::remove_dir_all(&logs);
         create_dir_0755(&logs)?;
         let scratch = dir.path.join("build");
         crate::users::own_dir(&scratch, &self.builder)?;
         let dest = dir.path.join("dest");
-        Maker {
+        let reuse = Maker {
             root: &self.root,
             builder: &self.builder,
             make_jobs: self.make_jobs,
@@ -312,7 +326,7 @@ impl BuildCache {
         .await
         .map_err(|e| AgentError::Other(format!("install copy panicked: {e}")))??;
         tracing::info!(key = %key, entries, "install taken into the cache");
-        Ok(())
+        Ok(reuse)
     }
 }
 

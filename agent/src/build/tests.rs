@@ -26,6 +26,9 @@ fn half_finished_build_is_removed_complete_one_kept() {
         cflags: vec![],
         source: String::new(),
         git_commit: String::new(),
+        object_family: String::new(),
+        objects_reused: 0,
+        objects_compiled: 0,
     };
     write_marker(&done, &m).unwrap();
     assert!(!remove_unfinished(&done).unwrap());

@@ -100,9 +100,14 @@ impl AgentHandler {
             return;
         };
         let root = self.config.build_cache.clone();
-        match tokio::task::spawn_blocking(move || crate::cache::evict_lru(&root, max)).await {
-            Ok(Ok(removed)) if !removed.is_empty() => {
-                tracing::info!(?removed, max_bytes = max, "build cache trimmed");
+        let trim = move || {
+            let removed = crate::cache::evict_lru(&root, max)?;
+            let stores = crate::cache::evict_stores(&root)?;
+            Ok::<_, AgentError>((removed, stores))
+        };
+        match tokio::task::spawn_blocking(trim).await {
+            Ok(Ok((removed, stores))) if !removed.is_empty() || !stores.is_empty() => {
+                tracing::info!(?removed, ?stores, max_bytes = max, "build cache trimmed");
             }
             Ok(Ok(_)) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "build cache clean-up failed"),

@@ -92,7 +92,8 @@ both_ways!(
         dims_json,
         baseline_cell_index,
         compared_on,
-        replicate
+        replicate,
+        series_point
     ],
     [],
     []
@@ -269,7 +270,8 @@ both_ways!(
         model,
         mde_pct,
         extra_rounds,
-        extra_rounds_cannot
+        extra_rounds_cannot,
+        series_point
     ],
     [hosts],
     [all_runs, race]

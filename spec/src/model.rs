@@ -198,6 +198,9 @@ pub struct Spec {
     /// Each baseline cell is measured again as its own A/A cell.
     #[serde(default)]
     pub replicate_baseline: bool,
+    /// `kind = "series"`: the sources in the series' order (empty: not a series).
+    #[serde(default)]
+    pub series: Vec<String>,
     /// The settings and workload variants other variants are compared with.
     #[serde(default)]
     pub baseline_settings_variant: String,

@@ -78,15 +78,17 @@ pub fn spec_kind(text: &str) -> Result<JobKind, SpecError> {
     let table: toml::Table = toml::from_str(text).map_err(|e| toml_error(text, e))?;
     match table.get("kind") {
         None => Ok(JobKind::Benchmark),
+        // A series is a benchmark whose sources are the points of one comparison.
+        Some(toml::Value::String(k)) if k == "series" => Ok(JobKind::Benchmark),
         Some(toml::Value::String(k)) => k.parse().map_err(|_| {
             SpecError::new(
                 "kind",
-                format!("\"{k}\" is not allowed; use benchmark or probe"),
+                format!("\"{k}\" is not allowed; use benchmark, series or probe"),
             )
         }),
         Some(other) => Err(SpecError::new(
             "kind",
-            format!("{other} is not allowed; use benchmark or probe"),
+            format!("{other} is not allowed; use benchmark, series or probe"),
         )),
     }
 }

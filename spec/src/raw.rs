@@ -18,6 +18,9 @@ pub(super) struct RawSpec {
     /// `search = "race"`: cells significantly worse than the best leave after each round.
     #[serde(default)]
     pub search: Option<String>,
+    /// With `kind = "series"`: the points in order, each a `[sources.<name>]`.
+    #[serde(default)]
+    pub series: Option<Vec<String>>,
     #[serde(default)]
     pub order: Option<String>,
     #[serde(default)]

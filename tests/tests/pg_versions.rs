@@ -1,5 +1,6 @@
-//! PostgreSQL 15 and 18 in one job, each built from its release tarball at 8K and 16K data
-//! pages: every cell's runs prove the major version and the page size of the live server.
+//! PostgreSQL 15 and 18 in one series job (`kind = "series"`), each built from its release
+//! tarball at 8K and 16K data pages: every cell's runs prove the major version and the page
+//! size of the live server, and the results follow 16K against 8K from 15 to 18.
 //! (PostgreSQL 17 joins when Debian's mirror serves trixie's `postgresql-17` source package
 //! again: its files answer 404 there today, so `deploy/setup.sh` cannot fetch its tarball.)
 
@@ -15,8 +16,10 @@ async fn two_versions_at_two_page_sizes_run_end_to_end() {
     let mut spec = String::from(
         r#"
 name = "pg-versions"
+kind = "series"
+series = ["pg15", "pg18"]
 repetitions = 1
-baseline = { block_size_kb = 8, source = "pg15" }
+baseline = { block_size_kb = 8 }
 [matrix]
 block_size_kb = [8, 16]
 clients = [1]
@@ -64,4 +67,49 @@ duration = "2s"
             );
         }
     }
+    // The series: 16K against 8K at each version, in the series' order, on the wire and in
+    // what `results` prints.
+    let r = blocklab_tests::query_results(&mut client, &job).await;
+    let points: Vec<(u32, bool)> = r
+        .cells
+        .iter()
+        .map(|c| {
+            (
+                c.series_point.expect("every cell has its point"),
+                c.is_baseline,
+            )
+        })
+        .collect();
+    assert_eq!(
+        points.iter().filter(|(p, _)| *p == 0).count(),
+        2,
+        "{points:?}"
+    );
+    assert_eq!(
+        points.iter().filter(|(p, _)| *p == 1).count(),
+        2,
+        "{points:?}"
+    );
+    let compared: Vec<&blocklab_proto::v1::CellResult> =
+        r.cells.iter().filter(|c| !c.is_baseline).collect();
+    let text = blocklab_report::render::render_results(
+        &r.clone().into(),
+        blocklab_report::render::Format::Table,
+    );
+    eprintln!("{text}");
+    assert!(
+        text.contains("series of tps: bs=16K wal=8K c=1 vs bs=8K wal=8K c=1 over 2 points\n"),
+        "{text}"
+    );
+    for (c, source) in compared.iter().zip(["pg15", "pg18"]) {
+        let line = format!(
+            "  {source}: {:+.1}%",
+            c.pct_change_vs_baseline.expect("a change")
+        );
+        assert!(text.contains(&line), "{line:?} in {text}");
+    }
+    assert!(
+        text.contains("2 points cannot show one (a clean step reaches p ~ 1.00 at best)"),
+        "{text}"
+    );
 }

@@ -307,6 +307,11 @@ fn plan_links(plan: Option<&JobPlan>, cells: &mut [ExportCell]) -> Option<Analys
                 .map(|a| a.as_str().to_string())
                 .unwrap_or_default();
             c.replicate = p.replicate;
+            c.series_point = spec
+                .series
+                .iter()
+                .position(|s| *s == p.source)
+                .map(|i| i as u32);
         }
     }
     Some(AnalysisOptions {

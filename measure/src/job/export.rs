@@ -67,6 +67,8 @@ pub struct ExportCell {
     pub compared_on: String,
     /// An A/A cell: the baseline build measured again as its own cell.
     pub replicate: bool,
+    /// `kind = "series"`: the place of the cell's source among the series' points.
+    pub series_point: Option<u32>,
 }
 
 /// One run (cell x repetition) with its outcome.

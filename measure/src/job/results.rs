@@ -71,6 +71,8 @@ pub struct CellResult {
     pub baseline_cell_index: Option<u32>,
     pub compared_on: String,
     pub replicate: bool,
+    /// `kind = "series"`: the place of the cell's source among the series' points.
+    pub series_point: Option<u32>,
     /// Half-width of the 95% CI of the mean in percent of the mean.
     pub ci95_half_width_pct: Option<f64>,
     /// Adaptive repetitions: the job's target half-width and whether it was reached.

@@ -192,6 +192,7 @@ pub(super) fn head(export: &JobExport, cell: &ExportCell, runs: &Runs<'_>) -> Ce
         dims_json: cell.dims_json.clone(),
         suspect_reasons: runs.reasons.clone(),
         replicate: cell.replicate,
+        series_point: cell.series_point,
         ..Default::default()
     }
 }

@@ -61,6 +61,7 @@ fn cell(i: u32, label: &str, bs: u32, baseline: bool, on: &str) -> ExportCell {
         baseline_cell_index: (!baseline).then_some(0),
         compared_on: on.to_string(),
         replicate: on == "replicate",
+        series_point: None,
     }
 }
 

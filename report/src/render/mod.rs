@@ -14,6 +14,7 @@ mod own;
 mod race;
 pub use race::{race_json, race_text};
 mod scaling;
+mod series;
 mod table;
 
 pub use compact::LEFT_OUT_ORDER;
@@ -253,6 +254,9 @@ pub fn render_results_view(r: &QueryResults, format: Format, view: View) -> Stri
     if let Some(race) = race::race_json(&r.cells) {
         head["races"] = race;
     }
+    if let Some(s) = series::series_json(&r.cells) {
+        head["series"] = s;
+    }
     let headline = r
         .cells
         .first()
@@ -274,6 +278,7 @@ pub fn render_results_view(r: &QueryResults, format: Format, view: View) -> Stri
             let body = render(&r.cells, format, false, head, &[], "", view);
             body + &view.wrap(&host_warnings(r, ""))
                 + &view.wrap(&race::race_text(&r.cells, ""))
+                + &view.wrap(&series::series_text(&r.cells, ""))
                 + &view.wrap(&scaling_text(&r.cells, ""))
                 + &metric_text(
                     &r.by_metric,
@@ -287,6 +292,7 @@ pub fn render_results_view(r: &QueryResults, format: Format, view: View) -> Stri
             let mut body = render(&r.cells, format, false, head, &[], "", view);
             body.push_str(&host_warnings(r, "- "));
             body.push_str(&race::race_text(&r.cells, "- "));
+            body.push_str(&series::series_text(&r.cells, "- "));
             body.push_str(&scaling_text(&r.cells, "- "));
             if !r.by_metric.is_empty() {
                 let (h, rows) = metrics::metric_rows(&r.by_metric);

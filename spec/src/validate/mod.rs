@@ -9,6 +9,7 @@ mod matrix;
 mod order;
 mod pgbench;
 mod search;
+pub mod series;
 mod settings;
 mod source;
 mod workload;
@@ -89,13 +90,21 @@ fn validate(raw: RawSpec, files: &Files) -> Result<Spec, SpecError> {
         adaptive: adaptive.as_ref(),
         order,
     })?;
+    let compare_sources = base.and_then(|b| b.compare_sources).unwrap_or(false);
+    let series = series::series(series::Parts {
+        kind: raw.kind.as_deref(),
+        points: raw.series.as_deref(),
+        sources: &sources,
+        compare_sources,
+    })?;
     let spec = Spec {
         search,
+        series,
         name: raw.name,
         repetitions,
         adaptive,
         analysis,
-        compare_sources: base.and_then(|b| b.compare_sources).unwrap_or(false),
+        compare_sources,
         replicate_baseline: raw.matrix.replicate_baseline,
         baseline_settings_variant,
         baseline_workload_variant,
@@ -179,11 +188,13 @@ fn check_header(raw: &RawSpec) -> Result<(), SpecError> {
     if let Some(k) = raw
         .kind
         .as_deref()
-        .filter(|k| k.parse() != Ok(crate::state::JobKind::Benchmark))
+        .filter(|k| *k != "series" && k.parse() != Ok(crate::state::JobKind::Benchmark))
     {
         return Err(SpecError::new(
             "kind",
-            format!("{k:?} here needs the probe spec layout; a benchmark has kind = \"benchmark\""),
+            format!(
+                "{k:?} here needs the probe spec layout; a benchmark has kind = \"benchmark\" (or \"series\")"
+            ),
         ));
     }
     if raw.name.trim().is_empty() || raw.name.len() > 200 {

@@ -1,0 +1,305 @@
+//! A series job (`kind = "series"`) in text and JSON: each comparison it measured at every
+//! point (the same page-size change within each source), followed over the points in the
+//! series' order, with the change points of its effect.
+//!
+//! The effect at a point is the comparison's change against its baseline as the job's
+//! analysis estimated it (round-blocked where rounds are blocks), with its 95% interval and
+//! verdict. The change points are those of E-Divisive means with a permutation test
+//! ([`crate::stats::changepoint`], seeded, so the same runs give the same points) over the
+//! effects' log ratios `ln(1 + change)`: a shift of the effect itself, whatever the levels of
+//! the two cells did. The search sees each point's estimate, not its interval: a point
+//! measured with few runs weighs as much as one measured with many.
+
+use blocklab_measure::job::CellResult;
+use serde_json::{Value, json};
+
+use crate::format::{p_value, pct};
+use crate::stats::changepoint::{ChangePoint, Options, e_divisive};
+
+/// One comparison at one point.
+struct Point<'a> {
+    point: u32,
+    source: String,
+    cell: &'a CellResult,
+}
+
+/// One comparison over the series.
+struct Series<'a> {
+    /// The comparison without its source (`wal=4K c=1 vs wal=8K c=1`).
+    comparison: String,
+    points: Vec<Point<'a>>,
+    change_points: Vec<ChangePoint>,
+    /// Why no change point could be looked for.
+    not_searched: Option<String>,
+}
+
+fn source_of(c: &CellResult) -> String {
+    serde_json::from_str::<Value>(&c.dims_json)
+        .ok()
+        .and_then(|d| d.get("source").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// `label` without its `src=<name>` part.
+fn without_source(label: &str) -> String {
+    label
+        .split_whitespace()
+        .filter(|w| !w.starts_with("src="))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The comparisons of a series job, each with its points in order (empty for another job).
+fn series(cells: &[CellResult]) -> Vec<Series<'_>> {
+    let mut out: Vec<Series> = Vec::new();
+    for c in cells {
+        let (Some(point), Some(_)) = (c.series_point, c.pct_change_vs_baseline) else {
+            continue;
+        };
+        if c.is_baseline {
+            continue;
+        }
+        let comparison = format!(
+            "{} vs {}",
+            without_source(&c.label),
+            without_source(&c.baseline_label)
+        );
+        let p = Point {
+            point,
+            source: source_of(c),
+            cell: c,
+        };
+        match out.iter_mut().find(|s| s.comparison == comparison) {
+            Some(s) => s.points.push(p),
+            None => out.push(Series {
+                comparison,
+                points: vec![p],
+                change_points: Vec::new(),
+                not_searched: None,
+            }),
+        }
+    }
+    for s in &mut out {
+        s.points.sort_by_key(|p| p.point);
+        let effects: Vec<f64> = s
+            .points
+            .iter()
+            .map(|p| (1.0 + p.cell.pct_change_vs_baseline.unwrap_or(0.0) / 100.0).ln())
+            .collect();
+        match e_divisive(&effects, &Options::default()) {
+            Ok(d) => s.change_points = d.change_points,
+            Err(e) => s.not_searched = Some(e.to_string()),
+        }
+    }
+    out
+}
+
+/// About the smallest p-value the permutation test can give over `n` points: a clean step
+/// between two halves is matched by the shuffles that keep the halves apart, 2 of the
+/// `C(n, n/2)` ways to choose one half.
+fn best_p(n: usize) -> f64 {
+    let k = n / 2;
+    let ways = (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64);
+    (2.0 / ways).min(1.0)
+}
+
+fn interval(c: &CellResult) -> String {
+    match (c.pct_change_ci95_low, c.pct_change_ci95_high) {
+        (Some(l), Some(h)) => format!(" [{}, {}]", pct(l), pct(h)),
+        _ => String::new(),
+    }
+}
+
+/// The series' lines after `bullet` (empty unless the job is a series).
+pub fn series_text(cells: &[CellResult], bullet: &str) -> String {
+    let indent = if bullet.is_empty() { "  " } else { bullet };
+    let mut out = String::new();
+    for s in series(cells) {
+        let metric = &s.points[0].cell.metric;
+        out.push_str(&format!(
+            "\nseries of {metric}: {} over {} points\n",
+            s.comparison,
+            s.points.len()
+        ));
+        for p in &s.points {
+            let c = p.cell;
+            out.push_str(&format!(
+                "{indent}{}: {}{} {} (n {})\n",
+                p.source,
+                pct(c.pct_change_vs_baseline.unwrap_or(0.0)),
+                interval(c),
+                c.verdict,
+                c.n
+            ));
+        }
+        if let Some(why) = &s.not_searched {
+            out.push_str(&format!("{indent}change points not searched: {why}\n"));
+        } else if s.change_points.is_empty() {
+            let best = best_p(s.points.len());
+            out.push_str(&format!(
+                "{indent}change points: none at p <= 0.05 (E-Divisive means, 999 permutations){}\n",
+                if best > 0.05 {
+                    format!(
+                        "; {} points cannot show one (a clean step reaches p ~ {best:.2} at best): measure more points",
+                        s.points.len()
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        for cp in &s.change_points {
+            let at = &s.points[cp.index];
+            let before = &s.points[cp.index - 1];
+            out.push_str(&format!(
+                "{indent}change point between {} and {}: the effect {} -> {} ({} in the ratio), p {}\n",
+                before.source,
+                at.source,
+                pct(cp.before_pct()),
+                pct(cp.after_pct()),
+                pct(cp.magnitude_pct()),
+                p_value(cp.p_value)
+            ));
+        }
+    }
+    out
+}
+
+/// The series in the results' JSON (`None` unless the job is a series).
+pub fn series_json(cells: &[CellResult]) -> Option<Value> {
+    let all = series(cells);
+    if all.is_empty() {
+        return None;
+    }
+    let items: Vec<Value> = all
+        .iter()
+        .map(|s| {
+            json!({
+                "comparison": s.comparison,
+                "metric": s.points[0].cell.metric,
+                "points": s.points.iter().map(|p| json!({
+                    "point": p.point,
+                    "source": p.source,
+                    "cell_index": p.cell.cell_index,
+                    "pct_change": p.cell.pct_change_vs_baseline,
+                    "pct_change_ci95_low": p.cell.pct_change_ci95_low,
+                    "pct_change_ci95_high": p.cell.pct_change_ci95_high,
+                    "verdict": p.cell.verdict,
+                    "n": p.cell.n,
+                })).collect::<Vec<_>>(),
+                "change_points": s.change_points.iter().map(|cp| json!({
+                    "after_source": s.points[cp.index - 1].source,
+                    "at_source": s.points[cp.index].source,
+                    "at_point": s.points[cp.index].point,
+                    "before_pct": cp.before_pct(),
+                    "after_pct": cp.after_pct(),
+                    "magnitude_pct": cp.magnitude_pct(),
+                    "p_value": cp.p_value,
+                })).collect::<Vec<_>>(),
+                "not_searched": s.not_searched,
+            })
+        })
+        .collect();
+    Some(Value::Array(items))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(index: u32, source: &str, point: u32, change: f64) -> CellResult {
+        CellResult {
+            cell_index: index,
+            label: format!("src={source} bs=8K wal=4K c=1"),
+            baseline_label: format!("src={source} bs=8K wal=8K c=1"),
+            dims_json: format!("{{\"source\":\"{source}\"}}"),
+            metric: "tps".into(),
+            pct_change_vs_baseline: Some(change),
+            pct_change_ci95_low: Some(change - 1.0),
+            pct_change_ci95_high: Some(change + 1.0),
+            verdict: if change > 1.0 { "faster" } else { "equivalent" }.into(),
+            n: 3,
+            series_point: Some(point),
+            ..Default::default()
+        }
+    }
+
+    fn baseline(index: u32, source: &str, point: u32) -> CellResult {
+        CellResult {
+            cell_index: index,
+            label: format!("src={source} bs=8K wal=8K c=1"),
+            is_baseline: true,
+            series_point: Some(point),
+            ..Default::default()
+        }
+    }
+
+    /// Eight points, the effect +0.2% .. +0.5% for four, then +12% .. +12.4%: one change point,
+    /// between c4 and c5, found by the permutation test at its best reachable level.
+    #[test]
+    fn a_step_in_the_effect_is_found_between_the_right_points() {
+        let changes = [0.3, 0.2, 0.5, 0.4, 12.1, 12.4, 12.0, 12.2];
+        let mut cells = Vec::new();
+        // Listed out of order: the series' order is the points', not the cells'.
+        for (i, c) in changes.iter().enumerate().rev() {
+            let src = format!("c{}", i + 1);
+            cells.push(baseline(100 + i as u32, &src, i as u32));
+            cells.push(cell(i as u32, &src, i as u32, *c));
+        }
+        let all = series(&cells);
+        assert_eq!(all.len(), 1);
+        let s = &all[0];
+        assert_eq!(s.comparison, "bs=8K wal=4K c=1 vs bs=8K wal=8K c=1");
+        let order: Vec<&str> = s.points.iter().map(|p| p.source.as_str()).collect();
+        assert_eq!(order, ["c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8"]);
+        assert_eq!(s.change_points.len(), 1, "{:?}", s.change_points);
+        let cp = &s.change_points[0];
+        assert_eq!(cp.index, 4);
+        // 2 of the 70 ways to split 8 points into halves keep the halves apart.
+        assert!(cp.p_value <= 0.05, "{}", cp.p_value);
+        let text = series_text(&cells, "");
+        eprintln!("{text}");
+        assert!(
+            text.contains("series of tps: bs=8K wal=4K c=1 vs bs=8K wal=8K c=1 over 8 points\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  c1: +0.3% [-0.7%, +1.3%] equivalent (n 3)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("change point between c4 and c5: the effect +0.3% -> +12.2%"),
+            "{text}"
+        );
+        let json = series_json(&cells).expect("a series");
+        assert_eq!(json[0]["change_points"][0]["at_source"], "c5");
+        assert_eq!(json[0]["points"].as_array().map(Vec::len), Some(8));
+    }
+
+    /// Six points with the same step: no split can reach p <= 0.05, and the text says why.
+    #[test]
+    fn too_few_points_say_so() {
+        let changes = [0.3, 0.2, 0.5, 12.1, 12.4, 12.0];
+        let cells: Vec<CellResult> = changes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| cell(i as u32, &format!("c{}", i + 1), i as u32, *c))
+            .collect();
+        assert!(series(&cells)[0].change_points.is_empty());
+        assert!((best_p(6) - 0.1).abs() < 1e-12);
+        assert!((best_p(8) - 2.0 / 70.0).abs() < 1e-12);
+        let text = series_text(&cells, "- ");
+        assert!(
+            text.contains("- change points: none at p <= 0.05 (E-Divisive means, 999 permutations); 6 points cannot show one (a clean step reaches p ~ 0.10 at best): measure more points\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_job_that_is_not_a_series_has_no_series() {
+        let mut c = cell(0, "pg15", 0, 3.0);
+        c.series_point = None;
+        assert_eq!(series_text(&[c.clone()], ""), "");
+        assert_eq!(series_json(&[c]), None);
+    }
+}

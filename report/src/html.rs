@@ -147,11 +147,11 @@ fn contents(out: &mut String, e: &JobExport, has: impl Fn(&str) -> bool) {
     if !host_warnings(e).is_empty() {
         links.push(("warnings", "host warnings"));
     }
-    links.extend([
-        ("summary", "job"),
-        ("results", "results"),
-        ("charts", "charts"),
-    ]);
+    links.extend([("summary", "job"), ("results", "results")]);
+    if has("series") {
+        links.push(("series", "series"));
+    }
+    links.push(("charts", "charts"));
     for (id, name) in [
         ("per-metric", "per metric"),
         ("own-workload", "own workload"),
@@ -366,6 +366,7 @@ pub fn report(e: &JobExport) -> String {
     contents(&mut out, e, |id| match id {
         "per-metric" => !by_metric.is_empty(),
         "own-workload" => !own.is_empty(),
+        "series" => e.results.iter().any(|c| c.series_point.is_some()),
         _ => false,
     });
     warnings(&mut out, e);
@@ -388,6 +389,14 @@ pub fn report(e: &JobExport) -> String {
             out,
             "<h3 id=\"race\">Race</h3>\n<pre class=\"race\">{}</pre>",
             esc(race.trim())
+        );
+    }
+    let series = render::series_text(&e.results, "");
+    if !series.is_empty() {
+        let _ = writeln!(
+            out,
+            "<h3 id=\"series\">Series</h3>\n<pre class=\"series\">{}</pre>",
+            esc(series.trim())
         );
     }
     let ladders = crate::scaling::ladders(&e.results);

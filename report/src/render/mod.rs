@@ -13,6 +13,7 @@ mod metrics;
 mod own;
 mod race;
 pub use race::{race_json, race_text};
+pub use series::{series_json, series_text};
 mod scaling;
 mod series;
 mod table;

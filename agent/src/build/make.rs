@@ -122,7 +122,11 @@ impl Maker<'_> {
         let makefile = scratch.join(super::recipe::MAKEFILE);
         std::fs::write(
             &makefile,
-            super::recipe::makefile(&parts, super::recipe::has_generated_headers(top)),
+            super::recipe::makefile(
+                &parts,
+                &super::recipe::installed(&parts),
+                super::recipe::has_generated_headers(top),
+            ),
         )
         .and_then(|()| crate::fsutil::chmod_nofollow(&makefile, 0o644))
         .map_err(|e| AgentError::io(format!("write {}", makefile.display()), e))?;

@@ -16,7 +16,7 @@ use std::path::Path;
 
 /// Names the recipe in every build key: builds made before it (the whole tree) are other
 /// builds.
-pub const RECIPE: &str = "lab-parts-1";
+pub const RECIPE: &str = "lab-parts-2";
 
 /// The makefile's name in the build directory.
 pub const MAKEFILE: &str = "blocklab.mk";
@@ -27,6 +27,9 @@ const PARTS: &[&str] = &[
     "src/port",
     "src/timezone",
     "src/backend",
+    // The server's headers (for an extension built against the lab's build) and, from 16 on,
+    // the catalogs' bootstrap file initdb reads (postgres.bki; in 15 the backend installs it).
+    "src/include",
     "src/backend/utils/mb/conversion_procs",
     "src/backend/snowball",
     "src/interfaces/libpq",
@@ -75,10 +78,19 @@ pub fn has_generated_headers(top: &Path) -> bool {
         .is_ok_and(|m| m.lines().any(|l| l.starts_with("generated-headers:")))
 }
 
-/// The makefile that makes (`all`) and installs (`install`) `parts`, the generated headers
-/// first when the source has that target. Its names come from the fixed lists above, never
-/// from a spec.
-pub fn makefile(parts: &[&str], generated_headers: bool) -> String {
+/// The parts of `parts` that are installed.
+pub fn installed(parts: &[&'static str]) -> Vec<&'static str> {
+    parts
+        .iter()
+        .copied()
+        .filter(|p| !NOT_INSTALLED.contains(p))
+        .collect()
+}
+
+/// The makefile that makes (`all`) `parts` and installs (`install`) `installed`, the
+/// generated headers first when the source has that target. Its names come from the fixed
+/// lists above, never from a spec.
+pub fn makefile(parts: &[&str], installed: &[&str], generated_headers: bool) -> String {
     let mut all = String::new();
     if generated_headers {
         all.push_str("\t$(MAKE) -C src/backend generated-headers\n");
@@ -86,7 +98,7 @@ pub fn makefile(parts: &[&str], generated_headers: bool) -> String {
     let mut install = String::new();
     for p in parts {
         all.push_str(&format!("\t$(MAKE) -C {p} all\n"));
-        if !NOT_INSTALLED.contains(p) {
+        if installed.contains(p) {
             install.push_str(&format!("\t$(MAKE) -C {p} install\n"));
         }
     }
@@ -133,7 +145,11 @@ mod tests {
 
     #[test]
     fn the_makefile_makes_in_order_and_installs_what_a_cluster_needs() {
-        let mk = makefile(&["src/common", "src/backend", "src/bin/initdb"], true);
+        let mk = makefile(
+            &["src/common", "src/backend", "src/bin/initdb"],
+            &["src/backend", "src/bin/initdb"],
+            true,
+        );
         assert_eq!(
             mk,
             "# Written by the blocklab agent: the parts of PostgreSQL a lab runs.\n\
@@ -148,6 +164,20 @@ mod tests {
              install:\n\
              \t$(MAKE) -C src/backend install\n\
              \t$(MAKE) -C src/bin/initdb install\n"
+        );
+    }
+
+    #[test]
+    fn static_libraries_are_made_not_installed() {
+        assert_eq!(
+            installed(&[
+                "src/common",
+                "src/port",
+                "src/backend",
+                "src/include",
+                "src/fe_utils"
+            ]),
+            ["src/backend", "src/include"]
         );
     }
 

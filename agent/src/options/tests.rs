@@ -29,7 +29,7 @@ fn cache_key_is_stable_and_changes_with_each_input() {
             "15.18",
             false
         ),
-        "pg15.18-b8-w8-24df0e121dbacf70"
+        "pg15.18-b8-w8-156a9572aa052f2d"
     );
     let with = |f: &dyn Fn(&mut BuildRequest)| {
         let mut o = opts(8, 8, &["--without-icu"]);

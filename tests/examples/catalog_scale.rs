@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use blocklab_coordinator::catalog::Location;
+use blocklab_coordinator::catalog::{Location, series};
 use blocklab_proto::v1::control_client::ControlClient;
 use blocklab_proto::v1::{
     CompareJobsRequest, ExportJobRequest, QueryResultsRequest, SubmitJobRequest,
@@ -343,6 +343,24 @@ async fn measure(catalog: &Location, jobs: usize, per_run: i64) -> Figures {
                 q = q.bind(run_id).bind(s).bind(tps as i64);
             }
             q.execute(&mut *tx).await.expect("samples");
+            // And the run's downsampled series, as the coordinator stores it with them.
+            let samples: Vec<blocklab_measure::Sample> = (0..per_run)
+                .map(|s| blocklab_measure::Sample {
+                    second: s as u32,
+                    transactions: tps as u64,
+                    latency_avg_ms: 1.0,
+                    failures: 0,
+                })
+                .collect();
+            let (points, last) = series::downsample(&samples);
+            sqlx::query("INSERT INTO run_series (run_id, last_second, point_count, points) VALUES ($1, $2, $3, $4)")
+                .bind(run_id)
+                .bind(i64::from(last.unwrap_or(0)))
+                .bind(points.len() as i64)
+                .bind(series::encode(&points))
+                .execute(&mut *tx)
+                .await
+                .expect("series");
         }
     }
     sqlx::query("UPDATE jobs SET state = 'done', finished_at = '2026-12-01T01:00:00Z'")

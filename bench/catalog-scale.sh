@@ -2,9 +2,10 @@
 # How the catalog answers at lab scale, on SQLite and on PostgreSQL (a throwaway server of
 # Debian's postgresql-15, as the tests start; run as root it runs as BLOCKLAB_PG_USER): JOBS
 # jobs of 1,000 runs each, every run with a result and SAMPLES per-second samples
-# (10 x 1,000 runs x 100 = 1,000,000 samples by default), then the median time of `results`,
+# (10 x 1,000 runs x 100 = 1,000,000 samples by default), then the time of `results`,
 # `compare`, `export` (with and without samples) and the dashboard's pages, each called
-# through the running coordinator; one column per backend.
+# through a coordinator started afresh: cold (the first call after the start) and warm (the
+# median of the next 5); two columns per backend.
 #
 #   bench/catalog-scale.sh            # JOBS=10 SAMPLES=100
 set -euo pipefail

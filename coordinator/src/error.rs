@@ -71,9 +71,10 @@ impl ServiceError for CatalogError {
         match self {
             CatalogError::JobNotFound(_) | CatalogError::HostNotEnrolled(_) => ErrorCode::NotFound,
             CatalogError::HostEnrolled(_) | CatalogError::HostRevoked(_) => ErrorCode::BadInput,
-            CatalogError::Corrupt(_) | CatalogError::Plan { .. } | CatalogError::Migrate(_) => {
-                ErrorCode::Internal
-            }
+            CatalogError::Corrupt(_)
+            | CatalogError::Plan { .. }
+            | CatalogError::Series { .. }
+            | CatalogError::Migrate(_) => ErrorCode::Internal,
             CatalogError::Sql(e) => sql_code(e),
             CatalogError::Fenced { .. } | CatalogError::NoLease | CatalogError::InUse { .. } => {
                 ErrorCode::Unavailable

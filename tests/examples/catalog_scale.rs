@@ -1,10 +1,11 @@
 //! How the catalog answers at lab scale: jobs submitted through the real Control API (their
 //! plans, cells and runs stored by the coordinator), then every run given a result and
 //! per-second samples (10,000 runs and 1,000,000 samples by default), then the coordinator
-//! restarted on that catalog and `results`, `compare`, `export` (with and without samples)
-//! and the dashboard's pages (index, job page, the history of tps) timed, median of several
-//! calls each: once with the catalog in a SQLite file, once in a PostgreSQL database (a
-//! throwaway server, as the tests use).
+//! started afresh on that catalog for each of `results`, `compare`, `export` (with and without
+//! samples) and the dashboard's pages (index, job page, the history of tps), timed cold (the
+//! first call after the start, nothing cached) and warm (the median of the next calls): once
+//! with the catalog in a SQLite file, once in a PostgreSQL database (a throwaway server, as
+//! the tests use).
 //!
 //!   cargo run --release -p blocklab-tests --example catalog_scale -- [JOBS] [SAMPLES_PER_RUN]
 //!
@@ -12,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use blocklab_coordinator::catalog::Location;
+use blocklab_coordinator::catalog::{Location, series};
 use blocklab_proto::v1::control_client::ControlClient;
 use blocklab_proto::v1::{
     CompareJobsRequest, ExportJobRequest, QueryResultsRequest, SubmitJobRequest,
@@ -77,6 +78,17 @@ async fn client(addr: &str) -> ControlClient<tonic::transport::Channel> {
     panic!("coordinator at {addr} did not answer");
 }
 
+/// Waits until the dashboard accepts connections (it binds after the coordinator starts).
+async fn wait_dashboard(addr: std::net::SocketAddr) {
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(addr).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("dashboard at {addr} did not answer");
+}
+
 /// Median wall time of `n` calls of `f`.
 async fn median<F, Fut>(n: usize, mut f: F) -> Duration
 where
@@ -109,18 +121,45 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> usize {
     body.len()
 }
 
-/// The median times of one backend.
+/// The calls timed after the catalog is filled.
+#[derive(Clone, Copy)]
+enum Call {
+    Results,
+    Compare,
+    Export,
+    ExportSamples,
+    Page,
+    Index,
+    History,
+}
+
+const CALLS: [Call; 7] = [
+    Call::Results,
+    Call::Compare,
+    Call::Export,
+    Call::ExportSamples,
+    Call::Page,
+    Call::Index,
+    Call::History,
+];
+
+/// A call's time: the first after a coordinator start (nothing cached), then the median of
+/// the next [`N`] calls.
+#[derive(Clone, Copy, Default)]
+struct Timing {
+    cold: Duration,
+    warm: Duration,
+}
+
+/// How many warm calls make each median.
+const N: usize = 5;
+
+/// The times of one backend.
 struct Figures {
     submit: Duration,
     fill: Duration,
     runs: usize,
-    results: Duration,
-    compare: Duration,
-    export: Duration,
-    export_samples: Duration,
-    page: Duration,
-    index: Duration,
-    history: Duration,
+    calls: Vec<Timing>,
 }
 
 #[tokio::main]
@@ -137,32 +176,102 @@ async fn main() {
     .await;
     let pg = blocklab_testpg::PgServer::shared();
     let postgres = measure(&Location::Postgres(pg.database()), jobs, per_run).await;
-    let n = 5;
     let samples = sqlite.runs as i64 * per_run;
     println!(
-        "catalog: {jobs} jobs, {} runs, {samples} per-second samples",
+        "catalog: {jobs} jobs, {} runs, {samples} per-second samples; cold = the first call \
+         after a coordinator start, warm = the median of the next {N}",
         sqlite.runs
     );
-    println!("| call | SQLite, median of {n} | PostgreSQL, median of {n} |\n|---|---|---|");
-    let row = |what: &str, f: fn(&Figures) -> Duration| {
-        println!("| {what} | {:.1?} | {:.1?} |", f(&sqlite), f(&postgres));
-    };
-    row("submit (all jobs, once)", |f| f.submit);
-    row("fill runs and samples (once)", |f| f.fill);
-    row("results (one job, 1,000 runs)", |f| f.results);
-    row("compare (two jobs)", |f| f.compare);
-    row("export (one job)", |f| f.export);
     println!(
-        "| export with samples (one job, {} samples) | {:.1?} | {:.1?} |",
-        1000 * per_run,
-        sqlite.export_samples,
-        postgres.export_samples
+        "| call | SQLite cold | SQLite warm | PostgreSQL cold | PostgreSQL warm |\n|---|---|---|---|---|"
     );
-    row("dashboard job page", |f| f.page);
-    row(&format!("dashboard index ({jobs} jobs)"), |f| f.index);
-    row(&format!("dashboard history of tps ({jobs} jobs)"), |f| {
-        f.history
-    });
+    println!(
+        "| submit (all jobs, once) | {:.1?} | | {:.1?} | |",
+        sqlite.submit, postgres.submit
+    );
+    println!(
+        "| fill runs and samples (once) | {:.1?} | | {:.1?} | |",
+        sqlite.fill, postgres.fill
+    );
+    for (i, call) in CALLS.iter().enumerate() {
+        let what = match call {
+            Call::Results => "results (one job, 1,000 runs)".to_string(),
+            Call::Compare => "compare (two jobs)".to_string(),
+            Call::Export => "export (one job)".to_string(),
+            Call::ExportSamples => {
+                format!("export with samples (one job, {} samples)", 1000 * per_run)
+            }
+            Call::Page => "dashboard job page".to_string(),
+            Call::Index => format!("dashboard index ({jobs} jobs)"),
+            Call::History => format!("dashboard history of tps ({jobs} jobs)"),
+        };
+        let (s, p) = (sqlite.calls[i], postgres.calls[i]);
+        println!(
+            "| {what} | {:.1?} | {:.1?} | {:.1?} | {:.1?} |",
+            s.cold, s.warm, p.cold, p.warm
+        );
+    }
+}
+
+/// One call of `call` through the running coordinator (`a` and `b`: the first and the last job).
+async fn call(
+    lab: &Running,
+    c: &ControlClient<tonic::transport::Channel>,
+    call: Call,
+    a: &str,
+    b: &str,
+) {
+    let mut c = c.clone();
+    match call {
+        Call::Results => {
+            let r = c
+                .query_results(QueryResultsRequest {
+                    job_id: b.to_string(),
+                    ..Default::default()
+                })
+                .await
+                .expect("results");
+            assert_eq!(r.into_inner().cells.len(), 20);
+        }
+        Call::Compare => {
+            c.compare_jobs(CompareJobsRequest {
+                job_a: a.to_string(),
+                job_b: b.to_string(),
+                metric: String::new(),
+            })
+            .await
+            .expect("compare");
+        }
+        Call::Export => {
+            c.export_job(ExportJobRequest {
+                job_id: b.to_string(),
+                ..Default::default()
+            })
+            .await
+            .expect("export");
+        }
+        Call::ExportSamples => {
+            let e = c
+                .export_job(ExportJobRequest {
+                    job_id: b.to_string(),
+                    include_samples: true,
+                    ..Default::default()
+                })
+                .await
+                .expect("export with samples")
+                .into_inner();
+            assert!(!e.runs.is_empty());
+        }
+        Call::Page => {
+            http_get(lab.dashboard, &format!("/jobs/{b}")).await;
+        }
+        Call::Index => {
+            http_get(lab.dashboard, "/").await;
+        }
+        Call::History => {
+            http_get(lab.dashboard, "/history/tps").await;
+        }
+    }
 }
 
 async fn measure(catalog: &Location, jobs: usize, per_run: i64) -> Figures {
@@ -234,6 +343,24 @@ async fn measure(catalog: &Location, jobs: usize, per_run: i64) -> Figures {
                 q = q.bind(run_id).bind(s).bind(tps as i64);
             }
             q.execute(&mut *tx).await.expect("samples");
+            // And the run's downsampled series, as the coordinator stores it with them.
+            let samples: Vec<blocklab_measure::Sample> = (0..per_run)
+                .map(|s| blocklab_measure::Sample {
+                    second: s as u32,
+                    transactions: tps as u64,
+                    latency_avg_ms: 1.0,
+                    failures: 0,
+                })
+                .collect();
+            let (points, last) = series::downsample(&samples);
+            sqlx::query("INSERT INTO run_series (run_id, last_second, point_count, points) VALUES ($1, $2, $3, $4)")
+                .bind(run_id)
+                .bind(i64::from(last.unwrap_or(0)))
+                .bind(points.len() as i64)
+                .bind(series::encode(&points))
+                .execute(&mut *tx)
+                .await
+                .expect("series");
         }
     }
     sqlx::query("UPDATE jobs SET state = 'done', finished_at = '2026-12-01T01:00:00Z'")
@@ -244,96 +371,27 @@ async fn measure(catalog: &Location, jobs: usize, per_run: i64) -> Figures {
     db.close().await;
     let fill = t.elapsed();
 
-    // 3. The coordinator on that catalog, timed as users call it.
-    let lab = start(catalog).await;
-    let c = client(&lab.addr).await;
+    // 3. Each call timed on a coordinator started afresh on that catalog: the first call
+    // (cold), then the median of the next ones (warm).
     let (a, b) = (ids[0].clone(), ids[ids.len() - 1].clone());
-    let n = 5;
-    let results = median(n, || {
-        let mut c = c.clone();
-        let job_id = b.clone();
-        async move {
-            let r = c
-                .query_results(QueryResultsRequest {
-                    job_id,
-                    ..Default::default()
-                })
-                .await
-                .expect("results");
-            assert_eq!(r.into_inner().cells.len(), 20);
-        }
-    })
-    .await;
-    let compare = median(n, || {
-        let mut c = c.clone();
-        let (job_a, job_b) = (a.clone(), b.clone());
-        async move {
-            c.compare_jobs(CompareJobsRequest {
-                job_a,
-                job_b,
-                metric: String::new(),
-            })
-            .await
-            .expect("compare");
-        }
-    })
-    .await;
-    let export = median(n, || {
-        let mut c = c.clone();
-        let job_id = b.clone();
-        async move {
-            c.export_job(ExportJobRequest {
-                job_id,
-                ..Default::default()
-            })
-            .await
-            .expect("export");
-        }
-    })
-    .await;
-    let export_samples = median(n, || {
-        let mut c = c.clone();
-        let job_id = b.clone();
-        async move {
-            let e = c
-                .export_job(ExportJobRequest {
-                    job_id,
-                    include_samples: true,
-                    ..Default::default()
-                })
-                .await
-                .expect("export with samples")
-                .into_inner();
-            assert!(!e.runs.is_empty());
-        }
-    })
-    .await;
-    let page_path = format!("/jobs/{b}");
-    let page = median(n, || async {
-        http_get(lab.dashboard, &page_path).await;
-    })
-    .await;
-    let index = median(n, || async {
-        http_get(lab.dashboard, "/").await;
-    })
-    .await;
-    let history = median(n, || async {
-        http_get(lab.dashboard, "/history/tps").await;
-    })
-    .await;
-    let _ = c;
-    let _ = lab.stop.send(true);
-    let _ = lab.handle.await;
+    let mut calls = Vec::new();
+    for which in CALLS {
+        let lab = start(catalog).await;
+        let c = client(&lab.addr).await;
+        wait_dashboard(lab.dashboard).await;
+        let t = Instant::now();
+        call(&lab, &c, which, &a, &b).await;
+        let cold = t.elapsed();
+        let warm = median(N, || call(&lab, &c, which, &a, &b)).await;
+        calls.push(Timing { cold, warm });
+        drop(c);
+        let _ = lab.stop.send(true);
+        let _ = lab.handle.await;
+    }
     Figures {
         submit,
         fill,
         runs: runs.len(),
-        results,
-        compare,
-        export,
-        export_samples,
-        page,
-        index,
-        history,
+        calls,
     }
 }

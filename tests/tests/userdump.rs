@@ -280,6 +280,7 @@ async fn a_users_dump_is_restored_and_a_corrupt_one_fails_the_run() {
         "results",
         "result_shares",
         "run_samples",
+        "run_series",
         "run_metrics",
         "run_statements",
         "run_stats",

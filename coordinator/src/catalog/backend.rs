@@ -12,6 +12,9 @@ use sqlx::{Any, AnyConnection, AnyPool, Executor, Transaction};
 
 use super::error::CatalogError;
 
+/// Connections of a catalog's read pool.
+pub const READERS: usize = 4;
+
 static SQLITE_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
@@ -198,7 +201,7 @@ pub(super) async fn connect(location: &Location) -> Result<Pools, CatalogError> 
                 .await?;
             SQLITE_MIGRATOR.run(&writer).await?;
             let reader = AnyPoolOptions::new()
-                .max_connections(4)
+                .max_connections(READERS as u32)
                 .after_connect(|conn, _| {
                     Box::pin(async move {
                         conn.execute("PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;")
@@ -229,7 +232,7 @@ pub(super) async fn connect(location: &Location) -> Result<Pools, CatalogError> 
                 .await?;
             POSTGRES_MIGRATOR.run(&writer).await?;
             let reader = AnyPoolOptions::new()
-                .max_connections(4)
+                .max_connections(READERS as u32)
                 .after_connect(|conn, _| {
                     Box::pin(async move {
                         conn.execute("SET default_transaction_read_only = on")

@@ -21,6 +21,7 @@ pub const TABLES: &[&str] = &[
     "runs",
     "results",
     "run_samples",
+    "run_series",
     "run_settings",
     "result_shares",
     "run_stats",

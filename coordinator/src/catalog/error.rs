@@ -28,6 +28,8 @@ pub enum CatalogError {
     NoLease,
     #[error("job {job_id}: its stored plan cannot be read: {message}")]
     Plan { job_id: String, message: String },
+    #[error("run {run_id}: its stored series cannot be read: {message}")]
+    Series { run_id: String, message: String },
     /// Another coordinator serves this SQLite catalog (`holder`: its pid, when known).
     #[error(
         "another coordinator (pid {}) serves the catalog {catalog}: stop it first, or share a \

@@ -9,7 +9,7 @@ use sqlx::{Any, AnyPool, Row, Transaction};
 
 use blocklab_spec::JobState;
 
-pub use backend::{Backend, Location, parse_location};
+pub use backend::{Backend, Location, READERS, parse_location};
 pub use error::CatalogError;
 pub use fence::Leader;
 pub use rows::*;
@@ -27,6 +27,7 @@ pub mod lock;
 mod probes;
 mod rows;
 mod runs;
+pub mod series;
 mod user_load;
 
 pub(crate) use backend::{flag, opt_flag};

@@ -465,5 +465,6 @@ async fn insert_result(
         }
         q.execute(&mut **tx).await?;
     }
+    super::series::insert(tx, run_id, &r.samples).await?;
     Ok(())
 }

@@ -6,6 +6,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
+use std::sync::Arc;
+
+use futures::StreamExt;
 
 use blocklab_measure::job::{CellResult, QueryResults};
 use blocklab_report::ReportError;
@@ -149,20 +152,23 @@ pub async fn page(
     let mut ran = catalog.ran_on().await?;
     let mut present = Present::default();
     let mut entries = Vec::new();
-    for job in jobs
+    let wanted: Vec<JobRecord> = jobs
         .into_iter()
         .filter(|j| j.kind == JobKind::Benchmark && j.runs_done > 0)
-    {
-        let key = format!("{}\n{metric}", job.job_id);
-        let r = match kept.get(&key) {
-            Some(r) => r,
-            None => match query_results(catalog, catalog_path, &job.job_id, metric).await {
-                Ok(r) if job.state.is_finished() => kept.put(key, r),
-                Ok(r) => std::sync::Arc::new(r),
-                // The job has no such metric.
-                Err(ResultsError::Report(ReportError::Stats(_))) => continue,
-                Err(e) => return Err(e.into()),
-            },
+        .collect();
+    // Several jobs read at once (in order), as many as the catalog has readers.
+    let reads: Vec<_> = wanted
+        .iter()
+        .map(|job| results_of(catalog, catalog_path, job, metric, kept))
+        .collect();
+    let results: Vec<_> = futures::stream::iter(reads)
+        .buffered(crate::catalog::READERS)
+        .collect()
+        .await;
+    for (job, r) in wanted.into_iter().zip(results) {
+        // None: the job has no such metric.
+        let Some(r) = r? else {
+            continue;
         };
         let cells: Vec<CellResult> = r
             .cells
@@ -213,6 +219,26 @@ pub async fn page(
         &grouped(kept),
         &all,
     ))
+}
+
+/// The job's results of `metric`, kept once it is finished; `None` when it has no such metric.
+async fn results_of(
+    catalog: &Catalog,
+    catalog_path: &str,
+    job: &JobRecord,
+    metric: &str,
+    kept: &Finished<QueryResults>,
+) -> Result<Option<Arc<QueryResults>>, ResultsError> {
+    let key = format!("{}\n{metric}", job.job_id);
+    if let Some(r) = kept.get(&key) {
+        return Ok(Some(r));
+    }
+    match query_results(catalog, catalog_path, &job.job_id, metric).await {
+        Ok(r) if job.state.is_finished() => Ok(Some(kept.put(key, r))),
+        Ok(r) => Ok(Some(Arc::new(r))),
+        Err(ResultsError::Report(ReportError::Stats(_))) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 fn select(out: &mut String, name: &str, chosen: &Option<String>, values: &BTreeSet<String>) {

@@ -169,8 +169,9 @@ async fn jobs_json(State(d): State<Arc<Dashboard>>) -> Response {
     }
 }
 
-/// The most points a run's trace has on the job page, and the fewest the budget below gives.
-pub const TRACE_POINTS: u32 = 300;
+/// The most points a run's trace has on the job page (as many as a run's stored series holds),
+/// and the fewest the budget below gives.
+pub const TRACE_POINTS: u32 = crate::catalog::series::MAX_POINTS;
 const TRACE_POINTS_MIN: u32 = 12;
 /// Points of all a job's traces together, shared among its runs.
 const TRACE_BUDGET: usize = 12_000;

@@ -470,3 +470,55 @@ async fn sample_series_are_downsampled_in_the_catalog() {
         assert_eq!(series[&run.run_id], run.samples);
     }
 }
+
+/// Each run's series is stored with its samples; runs stored before series were kept (no
+/// `run_series` row) are read from their raw samples, with the same buckets.
+#[tokio::test]
+async fn runs_without_a_stored_series_read_their_raw_samples() {
+    for f in both().await {
+        let full = export(&f).await;
+        let stored: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM run_series s JOIN runs r ON r.run_id = s.run_id WHERE r.job_id = $1",
+        )
+        .bind(&f.job_a)
+        .fetch_one(&f.sql)
+        .await
+        .expect("count");
+        assert_eq!(stored as usize, full.runs.len());
+        let before = [
+            f.catalog.sample_series(&f.job_a, 2).await.expect("series"),
+            f.catalog
+                .sample_series(&f.job_a, 300)
+                .await
+                .expect("series"),
+        ];
+        // Half the runs lose their series, then all of them.
+        let half: Vec<&str> = full
+            .runs
+            .iter()
+            .step_by(2)
+            .map(|r| r.run_id.as_str())
+            .collect();
+        for run_id in &half {
+            sqlx::query("DELETE FROM run_series WHERE run_id = $1")
+                .bind(*run_id)
+                .execute(&f.sql)
+                .await
+                .expect("delete");
+        }
+        for _ in 0..2 {
+            let after = [
+                f.catalog.sample_series(&f.job_a, 2).await.expect("series"),
+                f.catalog
+                    .sample_series(&f.job_a, 300)
+                    .await
+                    .expect("series"),
+            ];
+            assert_eq!(after, before);
+            sqlx::query("DELETE FROM run_series")
+                .execute(&f.sql)
+                .await
+                .expect("delete");
+        }
+    }
+}

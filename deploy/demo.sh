@@ -29,7 +29,7 @@ step "install what the demo needs (deploy/setup.sh)"
 export BLOCKLAB_SETUP_FOR=demo
 . deploy/setup.sh
 
-step "build blocklab (about 9 minutes the first time on 2 cores) and start a coordinator, an agent and a worker"
+step "build blocklab (about 8 minutes the first time on 2 cores) and start a coordinator, an agent and a worker"
 . deploy/local-lab.sh
 
 step "validate the spec (dry run)"

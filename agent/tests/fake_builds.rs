@@ -96,8 +96,14 @@ async fn options_reach_configure_as_argv_and_wal_segsize_goes_where_the_version_
     assert!(r.build_key.starts_with("pg15.99-b8-w8-s2-"), "{r:?}");
     assert_eq!(r.pg_version, "15.99");
     let args = configure_args(&r.install_dir);
+    // configure's cache lives in the source's object store, shared by its builds.
+    let cache_file = args[1].strip_prefix("--cache-file=").expect("a cache file");
+    assert!(
+        cache_file.contains("/.objects/src-") && cache_file.ends_with(".cache"),
+        "{args:?}"
+    );
     assert_eq!(
-        args[1..],
+        args[2..],
         [
             "--with-blocksize=8",
             "--with-wal-blocksize=8",

@@ -18,6 +18,8 @@ use std::path::Path;
 /// builds.
 pub const RECIPE: &str = "lab-parts-2";
 
+const HEADER: &str = "# Written by the blocklab agent: the parts of PostgreSQL a lab runs.\n";
+
 /// The makefile's name in the build directory.
 pub const MAKEFILE: &str = "blocklab.mk";
 
@@ -91,6 +93,12 @@ pub fn installed(parts: &[&'static str]) -> Vec<&'static str> {
 /// generated headers first when the source has that target. Its names come from the fixed
 /// lists above, never from a spec.
 pub fn makefile(parts: &[&str], installed: &[&str], generated_headers: bool) -> String {
+    if !parts.contains(&"src/backend") {
+        // Not a tree laid out as PostgreSQL's: its own makefile, whole.
+        return format!(
+            "{HEADER}.PHONY: all install\nall:\n\t$(MAKE) all\n\ninstall:\n\t$(MAKE) install\n"
+        );
+    }
     let mut all = String::new();
     if generated_headers {
         all.push_str("\t$(MAKE) -C src/backend generated-headers\n");
@@ -103,8 +111,7 @@ pub fn makefile(parts: &[&str], installed: &[&str], generated_headers: bool) -> 
         }
     }
     format!(
-        "# Written by the blocklab agent: the parts of PostgreSQL a lab runs.\n\
-         .NOTPARALLEL:\n\
+        "{HEADER}.NOTPARALLEL:\n\
          .PHONY: all install\n\
          all:\n{all}\n\
          install:\n{install}"
@@ -164,6 +171,15 @@ mod tests {
              install:\n\
              \t$(MAKE) -C src/backend install\n\
              \t$(MAKE) -C src/bin/initdb install\n"
+        );
+    }
+
+    #[test]
+    fn a_tree_without_the_backend_is_made_whole() {
+        assert_eq!(
+            makefile(&["src/bin/psql"], &["src/bin/psql"], false),
+            "# Written by the blocklab agent: the parts of PostgreSQL a lab runs.\n\
+             .PHONY: all install\nall:\n\t$(MAKE) all\n\ninstall:\n\t$(MAKE) install\n"
         );
     }
 

@@ -26,14 +26,15 @@ build() {
   out=$(RUST_LOG=blocklab_agent::build=info "$bin" "$cache" "$tarball" "$block" "$wal" 2>"$cache/log")
   local clean
   clean=$(sed 's/\x1b\[[0-9;]*m//g' "$cache/log")
-  local make reused compiled configure
-  make=$(grep -o 'make finished objects=[0-9]* seconds=[0-9.]*' <<<"$clean" | sed 's/.*seconds=//')
-  reused=$(grep -o 'objects_reused=[0-9]*' <<<"$clean" | cut -d= -f2)
-  compiled=$(grep -o 'objects_compiled=[0-9]*' <<<"$clean" | cut -d= -f2)
-  configure=$(grep -o 'configure finished seconds=[0-9.]*' <<<"$clean" | sed 's/.*seconds=//')
-  printf '%-34s %8s %10s %8s %8s %9s\n' "$what" \
-    "$(grep -o 'seconds=[0-9.]*' <<<"$out" | cut -d= -f2)" "${configure:--}" \
-    "$(printf '%.1f' "${make:-0}")" "${reused:--}" "${compiled:--}"
+  local make reused compiled configure complete
+  complete=$(grep 'build complete' <<<"$clean" | tail -n1)
+  make=$(grep -o 'make finished objects=[0-9]* seconds=[0-9.]*' <<<"$clean" | tail -n1 | sed 's/.*seconds=//')
+  reused=$(grep -o 'objects_reused=[0-9]*' <<<"$complete" | cut -d= -f2)
+  compiled=$(grep -o 'objects_compiled=[0-9]*' <<<"$complete" | cut -d= -f2)
+  configure=$(grep -o 'configure finished seconds=[0-9.]*' <<<"$clean" | tail -n1 | sed 's/.*seconds=//')
+  printf '%-34s %8s %10.1f %8.1f %8s %9s\n' "$what" \
+    "$(grep -o 'seconds=[0-9.]*' <<<"$out" | cut -d= -f2)" "${configure:-0}" \
+    "${make:-0}" "${reused:--}" "${compiled:--}"
   last_key=$(grep -o 'pg[^ ]*-b[0-9]*-w[0-9]*-[0-9a-f]*' <<<"$out" | head -n1)
 }
 

@@ -4,8 +4,8 @@
 //!
 //! `cargo run --release -p blocklab-agent --example build -- CACHE TARBALL BLOCK_KB WAL_KB`
 
+use blocklab_agent::options::{BuildRequest, BuildSpec, SourceRequest};
 use blocklab_agent::{AgentConfig, AgentHandler};
-use blocklab_proto::{BuildOptions, SourceSpec};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -31,8 +31,8 @@ async fn main() -> anyhow::Result<()> {
         .ok()
         .or_else(blocklab_agent::default_build_user);
     let handler = AgentHandler::new(c)?;
-    let options = BuildOptions {
-        source: Some(SourceSpec {
+    let request = BuildRequest {
+        source: Some(SourceRequest {
             tarball: tarball.clone(),
             ..Default::default()
         }),
@@ -42,14 +42,16 @@ async fn main() -> anyhow::Result<()> {
         ..Default::default()
     };
     let started = std::time::Instant::now();
+    let spec = BuildSpec::from_request(&request)?;
     let b = handler
-        .ensure_build(&options, None)
+        .build_cache()
+        .ensure(&spec, None)
         .await
         .map_err(|e| anyhow::anyhow!("{e}\n{}", e.log_tail()))?;
     println!(
         "build {} reused={} seconds={:.1}",
-        b.build_key,
-        b.reused,
+        b.result.build_key,
+        b.result.reused,
         started.elapsed().as_secs_f64()
     );
     Ok(())

@@ -106,6 +106,12 @@ impl AgentHandler {
         })
     }
 
+    /// The agent's build cache, as its tasks use it (the builds user, the servers' user, the
+    /// allowed sources).
+    pub fn build_cache(&self) -> &BuildCache {
+        &self.cache
+    }
+
     pub fn config(&self) -> &AgentConfig {
         &self.config
     }

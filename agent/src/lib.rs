@@ -158,11 +158,10 @@ pub async fn serve(
     serve_boxed(config, Box::pin(shutdown)).await
 }
 
-/// The shutdown signal as one type, so the daemon's code is compiled once, in this crate,
-/// not again in every binary and test that starts it.
-type Shutdown<'a> = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
-
-async fn serve_boxed(config: AgentConfig, shutdown: Shutdown<'_>) -> Result<(), AgentError> {
+async fn serve_boxed(
+    config: AgentConfig,
+    shutdown: blocklab_daemon::Shutdown<'_>,
+) -> Result<(), AgentError> {
     let session = SessionConfig {
         coordinator: config.coordinator.clone(),
         hello: Default::default(),

@@ -97,14 +97,10 @@ pub async fn serve(
     serve_boxed(config, listener, Box::pin(shutdown)).await
 }
 
-/// The shutdown signal as one type, so the daemon's code is compiled once, in this crate,
-/// not again in every binary and test that starts it.
-type Shutdown<'a> = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
-
 async fn serve_boxed(
     config: CoordinatorConfig,
     listener: TcpListener,
-    shutdown: Shutdown<'_>,
+    shutdown: blocklab_daemon::Shutdown<'_>,
 ) -> Result<(), CoordinatorError> {
     // A bad certificate or key fails here, before anything else starts.
     // HTTP/2 keepalives close connections to hosts whose link died, so their streams end.

@@ -19,6 +19,11 @@ pub fn endpoint_url(addr: &str) -> String {
     }
 }
 
+/// A daemon's shutdown signal as one type: `serve` boxes the caller's future into it and
+/// hands it to a function that is not generic, so the daemon's code is compiled once, in its
+/// library, not again in every binary and test that starts it.
+pub type Shutdown<'a> = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
 /// Resolves when the process gets SIGTERM or SIGINT: every daemon's shutdown trigger.
 pub async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};

@@ -86,11 +86,10 @@ pub async fn serve(
     serve_boxed(config, Box::pin(shutdown)).await
 }
 
-/// The shutdown signal as one type, so the daemon's code is compiled once, in this crate,
-/// not again in every binary and test that starts it.
-type Shutdown<'a> = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
-
-async fn serve_boxed(config: WorkerConfig, shutdown: Shutdown<'_>) -> Result<(), WorkerError> {
+async fn serve_boxed(
+    config: WorkerConfig,
+    shutdown: blocklab_daemon::Shutdown<'_>,
+) -> Result<(), WorkerError> {
     if config.coordinator.trim().is_empty() {
         return Err(WorkerError::InvalidArgument(
             "coordinator address is empty".into(),

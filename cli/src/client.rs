@@ -48,6 +48,11 @@ pub enum CliError {
     },
     #[error("run: this job has runs 1 to {runs}, not {given}")]
     NoSuchRun { runs: u32, given: u32 },
+    /// Reading a repository's history (`[commits]`, `bisect`) failed.
+    #[error("git {what}: {message}")]
+    Git { what: String, message: String },
+    #[error("bisect: {0}")]
+    Bisect(String),
 }
 
 impl From<tonic::Status> for CliError {

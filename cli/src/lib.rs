@@ -8,6 +8,8 @@
 pub mod client;
 pub mod commands;
 pub mod follow;
+pub mod git;
+pub mod help;
 pub mod listings;
 pub mod progress;
 pub mod runs;

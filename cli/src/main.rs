@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use blocklab_cli::help::*;
 use blocklab_cli::{commands as cli, listings};
 use blocklab_daemon::security::{API_TOKEN_ENV, ClientAuth, ClientTls, resolve_token};
 use blocklab_proto::v1::*;
@@ -117,6 +118,19 @@ enum Command {
         #[arg(long)]
         statements: bool,
     },
+    /// The first commit at which a series' effect changed: measures the commits between two
+    /// of its points (each step a job of its own), halving the range each time.
+    #[command(after_help = BISECT_EXAMPLES)]
+    Bisect {
+        #[command(flatten)]
+        job: JobArg,
+        /// The two points (names as in the spec or `results`, or their commits' starts).
+        #[arg(long, num_args = 2, value_names = ["A", "B"], required = true)]
+        between: Vec<String>,
+        /// The comparison to follow, as `results`' series lines name it (default: the first).
+        #[arg(long)]
+        cell: Option<String>,
+    },
     /// Compare like cells of two jobs (same page sizes, clients and varied dimensions):
     /// A's cell is the baseline, B's the treatment, with the same statistics as `results`.
     #[command(after_help = COMPARE_EXAMPLES, after_long_help = COMPARE_LONG_HELP)]
@@ -173,23 +187,6 @@ enum Command {
         no_samples: bool,
     },
 }
-
-const SUBMIT_EXAMPLES: &str = "Examples:\n  blocklab submit deploy/specs/demo.toml --dry-run\n  blocklab submit deploy/specs/demo.toml --watch\n  job=$(blocklab submit spec.toml)   (the job id alone on stdout)\n  BLOCKLAB_COORDINATOR=lab1:7400 blocklab submit spec.toml";
-const JOBS_EXAMPLES: &str = "Examples:\n  blocklab jobs\n  blocklab jobs --format json\n  blocklab --coordinator lab1:7400 --token-file ~/.blocklab-token jobs";
-const JOB_EXAMPLES: &str = "Examples:\n  blocklab job 6f1c\n  blocklab job 6f1c --run 3";
-const HOSTS_EXAMPLES: &str =
-    "Examples:\n  blocklab hosts\n  blocklab hosts --format csv\n  blocklab hosts --facts";
-const BUILDS_EXAMPLES: &str = "Examples:\n  blocklab builds\n  blocklab builds --format markdown";
-const WATCH_EXAMPLES: &str = "Examples:\n  blocklab watch 6f1c\n  blocklab watch 6f1c | tee watch.log   (plain lines when not a terminal)";
-const RERUN_EXAMPLES: &str = "Examples:\n  blocklab rerun 6f1c\n  blocklab rerun 6f1c --same-seed\n  new=$(blocklab rerun 6f1c) && blocklab compare 6f1c \"$new\"";
-const CANCEL_EXAMPLES: &str = "Examples:\n  blocklab cancel 6f1c";
-const PLOT_EXAMPLES: &str = "Examples:\n  blocklab plot 6f1c --out charts/\n  blocklab plot 6f1c --metric latency_p99_ms --out charts/";
-const REPORT_EXAMPLES: &str = "Examples:\n  blocklab report 6f1c\n  blocklab report 6f1c --metric latency_p99_ms --out report.html";
-const RESULTS_EXAMPLES: &str = "Examples:\n  blocklab results 6f1c\n  blocklab results 6f1c --wide\n  blocklab results 6f1c --metric latency_p99_ms --format csv > p99.csv\n  blocklab results 6f1c --metric new_order.p90_ms   (a TPC-C-like job's metric)";
-const COMPARE_EXAMPLES: &str =
-    "Examples:\n  blocklab compare 6f1c 9a2b\n  blocklab compare 6f1c 9a2b --format markdown";
-const EXPORT_EXAMPLES: &str = "Examples:\n  blocklab export 6f1c > job.json\n  blocklab export 6f1c --no-samples | jq '.runs[] | {sequence, state}'";
-const COMPLETIONS_EXAMPLES: &str = "Examples:\n  blocklab completions bash > /etc/bash_completion.d/blocklab\n  blocklab completions zsh > ~/.zfunc/_blocklab\n  blocklab completions fish > ~/.config/fish/completions/blocklab.fish";
 
 macro_rules! results_help {
     () => {
@@ -469,6 +466,24 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let r = cli::answer(client.query_results(request).await)?.into();
             let view = blocklab_cli::terminal::view(opts.wide, statements);
             out!("{}", cli::render_results_view(&r, format, view));
+        }
+        Command::Bisect {
+            job: JobArg { job_id },
+            between,
+            cell,
+        } => {
+            let mut client = connect().await?;
+            let job_id = cli::resolve_job_id(&mut client, &job_id).await?;
+            let ends = [between[0].as_str(), between[1].as_str()];
+            let b = cli::bisect(
+                &mut client,
+                &job_id,
+                ends,
+                cell.as_deref(),
+                std::io::stderr(),
+            )
+            .await?;
+            out!("{}", cli::render_bisection(&b));
         }
         Command::Compare { job_a, job_b, opts } => {
             let format = cli::Format::parse(&opts.format)?;

@@ -11,6 +11,7 @@ use blocklab_measure::job::*;
 use crate::stats::{Metric, StatsError};
 
 pub mod analysis;
+pub mod bisect;
 pub mod calibration;
 pub mod format;
 pub mod headline;

@@ -44,6 +44,7 @@ pub use state::{
     BuildStep, HostRole, JobKind, JobState, RunState, Stage, WorkloadName, WorkloadStep,
 };
 pub use stored::JobPlan;
+pub use validate::series::{CommitPoints, Commits, spec_commits};
 pub use validate::validate_configure_flag;
 
 #[cfg(test)]

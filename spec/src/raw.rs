@@ -21,6 +21,10 @@ pub(super) struct RawSpec {
     /// With `kind = "series"`: the points in order, each a `[sources.<name>]`.
     #[serde(default)]
     pub series: Option<Vec<String>>,
+    /// With `kind = "series"`: the commits of a git repository whose points `blocklab submit`
+    /// lists as `series` and `[sources.<name>]`.
+    #[serde(default)]
+    pub commits: Option<RawCommits>,
     #[serde(default)]
     pub order: Option<String>,
     #[serde(default)]
@@ -106,6 +110,23 @@ pub(super) struct RawSource {
     pub git: Option<String>,
     #[serde(default, rename = "ref")]
     pub git_ref: Option<String>,
+    #[serde(default)]
+    pub configure: Vec<String>,
+    #[serde(default)]
+    pub cflags: Option<String>,
+}
+
+/// `[commits]`: a series' points as commits of one repository.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCommits {
+    pub git: String,
+    #[serde(default)]
+    pub range: Option<String>,
+    #[serde(default)]
+    pub every: Option<u32>,
+    #[serde(default)]
+    pub list: Option<Vec<String>>,
     #[serde(default)]
     pub configure: Vec<String>,
     #[serde(default)]

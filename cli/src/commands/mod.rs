@@ -10,6 +10,8 @@ use std::path::Path;
 
 use blocklab_spec::{Files, JobSpec, referenced_files};
 
+mod bisect;
+mod commits;
 mod detail;
 mod export;
 mod history;
@@ -22,9 +24,11 @@ mod watch;
 
 pub use crate::client::{CliError, Client, Transport, answer, connect};
 pub use crate::runs::{run_result, run_state};
+pub use bisect::{Bisection, Found, Step, bisect, render_bisection};
 pub use blocklab_report::render::{
     Format, View, render_compare, render_compare_view, render_results, render_results_view,
 };
+pub use commits::{point_name, resolve_commits};
 pub use detail::{RUN_KEY_COLUMNS, render_job, render_run_detail, runs_table_header, show_job};
 pub use export::{export_json, job_export};
 pub use history::{earlier_like, render_history};
@@ -55,6 +59,7 @@ pub fn load_spec(path: &Path) -> Result<LoadedSpec, CliError> {
         })
     };
     let text = read(path)?;
+    let text = resolve_commits(&path.display().to_string(), &text)?.unwrap_or(text);
     let spec_error = |error| CliError::Spec {
         path: path.display().to_string(),
         error,

@@ -40,15 +40,6 @@ fn source_of(c: &CellResult) -> String {
         .unwrap_or_default()
 }
 
-/// `label` without its `src=<name>` part.
-fn without_source(label: &str) -> String {
-    label
-        .split_whitespace()
-        .filter(|w| !w.starts_with("src="))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// The comparisons of a series job, each with its points in order (empty for another job).
 fn series(cells: &[CellResult]) -> Vec<Series<'_>> {
     let mut out: Vec<Series> = Vec::new();
@@ -59,11 +50,7 @@ fn series(cells: &[CellResult]) -> Vec<Series<'_>> {
         if c.is_baseline {
             continue;
         }
-        let comparison = format!(
-            "{} vs {}",
-            without_source(&c.label),
-            without_source(&c.baseline_label)
-        );
+        let comparison = crate::bisect::comparison(c);
         let p = Point {
             point,
             source: source_of(c),

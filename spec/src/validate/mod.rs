@@ -44,6 +44,12 @@ fn validate(raw: RawSpec, files: &Files) -> Result<Spec, SpecError> {
     let (repetitions, adaptive) = analysis::repetitions(&raw.repetitions, raw.budget.as_deref())?;
     let order = order::run_order(raw.order.as_deref(), raw.seed)?;
     let memory_policy = settings::memory_policy(raw.memory_policy.as_deref())?;
+    series::commits_first(
+        raw.kind.as_deref(),
+        raw.commits.as_ref(),
+        raw.series.is_some(),
+        raw.source.is_some(),
+    )?;
     let sources = source::validate_sources(raw.source, raw.sources)?;
     let axes = matrix::axes(&raw.matrix)?;
     let baseline = matrix::baseline(raw.baseline.as_ref(), &raw.matrix)?;
@@ -94,6 +100,7 @@ fn validate(raw: RawSpec, files: &Files) -> Result<Spec, SpecError> {
     let series = series::series(series::Parts {
         kind: raw.kind.as_deref(),
         points: raw.series.as_deref(),
+        commits: raw.commits.as_ref(),
         sources: &sources,
         compare_sources,
     })?;

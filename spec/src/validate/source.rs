@@ -108,7 +108,7 @@ fn check_url(field: &str, url: &str, sha256: &str) -> Result<(), SpecError> {
 }
 
 /// `git` and its `ref`: a plain URL or path, and a branch, tag or commit.
-fn check_git(field: &str, git: &str, git_ref: &str) -> Result<(), SpecError> {
+pub(super) fn check_git(field: &str, git: &str, git_ref: &str) -> Result<(), SpecError> {
     // `ext::` and `fd::` are git transports that run commands or use descriptors.
     if git.is_empty()
         || git.starts_with('-')
@@ -135,7 +135,7 @@ fn check_git(field: &str, git: &str, git_ref: &str) -> Result<(), SpecError> {
 }
 
 /// `cflags`, split into words, each a plain compiler flag.
-fn parse_cflags(field: &str, cflags: &str) -> Result<Vec<String>, SpecError> {
+pub(super) fn parse_cflags(field: &str, cflags: &str) -> Result<Vec<String>, SpecError> {
     let words: Vec<String> = cflags.split_whitespace().map(String::from).collect();
     for w in &words {
         let ok = w.starts_with('-')

@@ -4,7 +4,8 @@
 //! Keys: `db.<column>` (pg_stat_database of the bench database), `bgwriter.<column>`
 //! (pg_stat_bgwriter), `checkpointer.<column>` (pg_stat_checkpointer, PostgreSQL 17+),
 //! `wal.<column>` (pg_stat_wal, 14+), `wal_lsn_bytes` (pg_current_wal_lsn() - '0/0'),
-//! `database_size_bytes`, `disk_write_bytes` (the kernel's count of bytes written to the block
+//! `archiver.<column>` (pg_stat_archiver), `archived_wal_bytes` (with archiving on: the
+//! archived segments x `wal_segment_size`), `database_size_bytes`, `disk_write_bytes` (the kernel's count of bytes written to the block
 //! devices under the data and WAL directories, `diskio.rs`). Only numeric columns are kept (timestamps are not counters).
 
 use std::time::Duration;
@@ -164,6 +165,7 @@ async fn read(client: &tokio_postgres::Client) -> Result<(Map<String, Value>, St
         ("bgwriter", "pg_stat_bgwriter", ""),
         ("checkpointer", "pg_stat_checkpointer", ""),
         ("wal", "pg_stat_wal", ""),
+        ("archiver", "pg_stat_archiver", ""),
     ];
     for (prefix, view, filter) in views {
         let exists: bool = client
@@ -201,6 +203,20 @@ async fn read(client: &tokio_postgres::Client) -> Result<(Map<String, Value>, St
     let start: String = row
         .try_get(2)
         .map_err(|e| AgentError::postgres("read postmaster start time", &e))?;
+    // With archiving on: the bytes of the WAL segments archived so far.
+    let archived = q(
+        "SELECT a.archived_count OPERATOR(pg_catalog.*) s.setting::pg_catalog.int8 \
+                      FROM pg_catalog.pg_stat_archiver a, pg_catalog.pg_settings s \
+                      WHERE s.name OPERATOR(pg_catalog.=) 'wal_segment_size' \
+                      AND pg_catalog.current_setting('archive_mode') OPERATOR(pg_catalog.<>) 'off'",
+    )
+    .await?;
+    if let Some(row) = archived {
+        let bytes: i64 = row
+            .try_get(0)
+            .map_err(|e| AgentError::postgres("read archived WAL", &e))?;
+        out.insert("archived_wal_bytes".into(), Value::from(bytes));
+    }
     out.insert("wal_lsn_bytes".into(), Value::from(lsn));
     out.insert("database_size_bytes".into(), Value::from(size));
     Ok((out, start))

@@ -112,6 +112,10 @@ pub struct Layout {
     /// buffers (plans stored before this option read as false).
     #[serde(default)]
     pub cold: bool,
+    /// Archive the WAL (`basic_archive` into the run's own directory, PostgreSQL 15+) and
+    /// measure the bytes archived per transaction (plans stored before read as false).
+    #[serde(default)]
+    pub archive_wal: bool,
 }
 
 /// What differs between a cell and the cell it is compared with.

@@ -283,6 +283,9 @@ pub(super) struct RawScript {
 pub(super) struct RawLayout {
     #[serde(default)]
     pub separate_wal: bool,
+    /// Archive the WAL through the `basic_archive` module into a directory of the agent's.
+    #[serde(default)]
+    pub archive_wal: bool,
     #[serde(default)]
     pub drop_os_cache: bool,
     #[serde(default)]

@@ -7,6 +7,8 @@
 //!   reads far more blocks than the same window on the warm server.
 //! - A cell whose `max_wal_size` forces checkpoints inside the window: flagged, counted, and
 //!   it costs more WAL and full-page-image bytes per transaction than the default cell.
+//! - `layout.archive_wal`: the segments archived in the window, per transaction, are the WAL
+//!   it made, to within a segment at each end.
 
 use std::time::Duration;
 
@@ -330,5 +332,41 @@ async fn forced_checkpoints_show_in_the_window_and_cost_wal_per_transaction() {
     ] {
         assert!(per_txn.contains(&m), "{m} in {per_txn:?}");
     }
+    lab.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn archived_wal_is_counted_per_transaction() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let lab = Lab::start().await;
+    // 1 MB WAL segments, so a 4 s window fills several.
+    let text = spec(
+        "archive",
+        "",
+        "builtin = \"tpcb-like\"\nwarmup = \"1s\"\nduration = \"4s\"",
+        "archive_wal = true",
+    )
+    .replace("clients = [2]", "clients = [2]\nwal_segsize_mb = [1]");
+    let job = done_job(&lab, &text).await;
+    let db = catalog(&lab).await;
+    let runs = runs(&db, &job).await;
+    let (run, txns, _, _) = &runs[0];
+    let archived = metric(&db, run, "wal_archived_bytes_per_txn").await;
+    let wal = metric(&db, run, "wal_bytes_per_txn").await;
+    let count = stat(&db, run, "archiver.archived_count").await;
+    let failed = stat(&db, run, "archiver.failed_count").await;
+    eprintln!(
+        "{count} segments archived, {archived:.0} B/txn archived, {wal:.0} B/txn of WAL, {txns} transactions"
+    );
+    assert_eq!(failed, 0.0, "the archiver failed");
+    assert!(count >= 2.0, "{count} segments archived in the window");
+    assert!((archived * *txns as f64 - count * 1_048_576.0).abs() < 1.0);
+    // Whole segments: the bytes archived are the WAL the window made, give or take the
+    // segment in progress at each end.
+    let off = (archived - wal).abs() * *txns as f64;
+    assert!(
+        off <= 2.0 * 1_048_576.0,
+        "archived {archived:.0} B/txn against {wal:.0} B/txn of WAL"
+    );
     lab.shutdown().await;
 }

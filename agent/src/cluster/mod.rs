@@ -59,7 +59,12 @@ pub struct ClusterPlan<'a> {
     pub wal_dir: Option<PathBuf>,
     /// Where the server's log goes when the cluster is removed (see [`Cluster::server_logs`]).
     pub server_logs: Option<PathBuf>,
+    /// Archive the WAL through `basic_archive` into [`ARCHIVE_DIR`] of the run's directory.
+    pub archive_wal: bool,
 }
+
+/// The directory of a run's archived WAL (with `archive_wal`), in its run directory.
+pub const ARCHIVE_DIR: &str = "archive";
 
 /// Run ids become directory names: `[A-Za-z0-9_.-]`, not `.`/`..`, at most 128 chars.
 pub fn validate_run_id(run_id: &str) -> Result<(), AgentError> {
@@ -130,6 +135,13 @@ pub async fn create(
     };
     let result = async {
         init(&cluster, build.initdb_wal_segsize_mb).await?;
+        if plan.archive_wal {
+            let dir = cluster.run_dir.join(ARCHIVE_DIR);
+            std::fs::create_dir(&dir)
+                .map_err(|e| AgentError::io(format!("create {}", dir.display()), e))?;
+            set_mode(&dir, 0o700)?;
+            chown_to(&dir, &cluster.run_as)?;
+        }
         cluster.conf_text = configuration(&cluster, plan)?;
         start(&cluster).await?;
         cluster.pid = postmaster_pid(&cluster.data_dir).ok_or_else(|| {
@@ -213,10 +225,26 @@ fn configuration(c: &Cluster, plan: &ClusterPlan<'_>) -> Result<String, AgentErr
         .map_err(|e| AgentError::io(format!("read {}", conf_path.display()), e))?;
     // A crashed backend ends the run: without a restart the postmaster exits and the next
     // statistics snapshot reports it (a task's settings may still override this).
-    Ok(format!(
+    let mut conf = format!(
         "{initdb_conf}\nrestart_after_crash = off\n{}",
         render_settings(plan.settings, &plan.listen.to_string(), c.port, &c.run_dir)?
-    ))
+    );
+    if plan.archive_wal {
+        // The agent's own lines, last: no spec names an archive setting (they are refused).
+        let dir = c.run_dir.join(ARCHIVE_DIR);
+        let dir = dir.to_str().ok_or_else(|| {
+            AgentError::Other(format!("archive directory {} is not UTF-8", dir.display()))
+        })?;
+        if dir.contains(['\'', '\\', '\n']) {
+            return Err(AgentError::Other(format!(
+                "archive directory {dir} cannot be written in postgresql.conf"
+            )));
+        }
+        conf.push_str(&format!(
+            "archive_mode = on\narchive_library = 'basic_archive'\nbasic_archive.archive_directory = '{dir}'\n"
+        ));
+    }
+    Ok(conf)
 }
 
 /// Writes the cluster's configuration files as the plan made them, never through a link

@@ -103,6 +103,24 @@ impl AgentHandler {
             .await
             .map_err(TaskFailure::at(Stage::Starting))?;
 
+        if task.archive_wal {
+            let major: u32 = build
+                .result
+                .pg_version
+                .split('.')
+                .next()
+                .and_then(|m| m.parse().ok())
+                .unwrap_or(0);
+            if major < 15 {
+                return Err(TaskFailure::at(Stage::Starting)(AgentError::invalid(
+                    "layout.archive_wal",
+                    format!(
+                        "archives through the basic_archive module, which PostgreSQL 15 brought; this build is {}",
+                        build.result.pg_version
+                    ),
+                )));
+            }
+        }
         progress.stage(Stage::Starting, "initdb and start").await;
         let previous = self.lock().clusters.remove(run_id);
         if let Some(old) = previous {
@@ -137,6 +155,7 @@ impl AgentHandler {
                 allowed_clients: &task.allowed_client_addresses,
                 wal_dir: wal_dir.clone(),
                 server_logs: Some(self.config.work_dir.join(SERVER_LOGS_DIR)),
+                archive_wal: task.archive_wal,
             };
             let created = cluster::create(&plan, &build).await;
             self.lock().reserved_ports.remove(&port);

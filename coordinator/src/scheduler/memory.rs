@@ -48,6 +48,7 @@ impl Scheduler {
             settings: spec.cell_settings(reference),
             allowed_client_addresses: Vec::new(),
             separate_wal: false,
+            archive_wal: false,
         };
         tracing::info!(job_id, cell = index, "reading the memory reference");
         let run = RunOf {

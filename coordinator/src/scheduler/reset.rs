@@ -104,6 +104,7 @@ mod tests {
             drop_os_cache,
             checkpoint_before: true,
             cold,
+            archive_wal: false,
         }
     }
 

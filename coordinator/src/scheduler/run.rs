@@ -250,6 +250,7 @@ impl Scheduler {
             settings: with_held(spec.cell_settings(cell), held),
             allowed_client_addresses: workers.iter().map(|w| w.address.clone()).collect(),
             separate_wal: spec.layout.separate_wal,
+            archive_wal: spec.layout.archive_wal,
         };
         let server = agent
             .prepare_server(RunOf { run_id, attempt }, request, PREPARE_TIMEOUT)

@@ -64,15 +64,14 @@ impl Scheduler {
                 .await
                 .map_err(unrecorded(Stage::Collecting))?;
         }
-        let disk_bytes = w
-            .stats
-            .iter()
-            .find(|(n, _)| n == "disk_write_bytes")
-            .map(|(_, v)| *v);
+        let stat = |name: &str| w.stats.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
         Ok(wm::wal(
-            wal_bytes,
-            fpi_bytes,
-            disk_bytes,
+            wm::WalBytes {
+                wal: wal_bytes,
+                fpi: fpi_bytes,
+                disk: stat("disk_write_bytes"),
+                archived: stat("archived_wal_bytes"),
+            },
             checkpoints(&w.stats),
             transactions,
         ))

@@ -167,28 +167,38 @@ pub fn as3ap_mix(mix: &str, r: &LoadResult) -> Vec<Metric> {
 /// image bytes, the bytes the disks under the data and WAL directories were asked to write
 /// (when the agent could read them), and the checkpoints the window held. Without
 /// transactions only the checkpoint count is meaningful.
-pub fn wal(
-    wal_bytes: u64,
-    fpi_bytes: f64,
-    disk_bytes: Option<f64>,
-    checkpoints: f64,
-    transactions: u64,
-) -> Vec<Metric> {
+/// A window's WAL and I/O bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WalBytes {
+    /// WAL generated (the LSN distance).
+    pub wal: u64,
+    /// Full-page images in it.
+    pub fpi: f64,
+    /// Written to the devices under the data and WAL directories, when the agent can tell.
+    pub disk: Option<f64>,
+    /// WAL segments archived (with `archive_wal`), in bytes.
+    pub archived: Option<f64>,
+}
+
+pub fn wal(bytes: WalBytes, checkpoints: f64, transactions: u64) -> Vec<Metric> {
     let mut out = Vec::new();
     if transactions > 0 {
         let per = |v: f64| v / transactions as f64;
         out.push(metric(
             "wal_bytes_per_txn",
-            per(wal_bytes as f64),
+            per(bytes.wal as f64),
             "B/txn",
             false,
         ));
-        out.push(metric("fpi_bytes_per_txn", per(fpi_bytes), "B/txn", false));
-        if let Some(d) = disk_bytes {
+        out.push(metric("fpi_bytes_per_txn", per(bytes.fpi), "B/txn", false));
+        if let Some(d) = bytes.disk {
             out.push(metric("disk_write_bytes_per_txn", per(d), "B/txn", false));
         }
+        if let Some(a) = bytes.archived {
+            out.push(metric("wal_archived_bytes_per_txn", per(a), "B/txn", false));
+        }
     }
-    if let Some(d) = disk_bytes {
+    if let Some(d) = bytes.disk {
         out.push(metric("disk_write_bytes", d, "bytes", false));
     }
     out.push(metric("checkpoints_in_window", checkpoints, "count", false));
@@ -334,7 +344,13 @@ mod tests {
 
     #[test]
     fn wal_costs_are_per_transaction_of_the_window() {
-        let m = wal(8_000_000, 2_000_000.0, Some(12_000_000.0), 2.0, 4000);
+        let bytes = WalBytes {
+            wal: 8_000_000,
+            fpi: 2_000_000.0,
+            disk: Some(12_000_000.0),
+            archived: None,
+        };
+        let m = wal(bytes, 2.0, 4000);
         let get = |n: &str| m.iter().find(|x| x.name == n).unwrap();
         assert_eq!(get("wal_bytes_per_txn").value, 2000.0);
         assert_eq!(get("wal_bytes_per_txn").unit, "B/txn");
@@ -344,7 +360,29 @@ mod tests {
         assert_eq!(get("disk_write_bytes_per_txn").value, 3000.0);
         assert_eq!(get("disk_write_bytes").value, 12_000_000.0);
         assert_eq!(get("disk_write_bytes").unit, "bytes");
-        let none = wal(100, 0.0, None, 0.0, 0);
+        assert!(m.iter().all(|x| x.name != "wal_archived_bytes_per_txn"));
+        // With archiving: the archived segments' bytes per transaction.
+        let archived = WalBytes {
+            archived: Some(16_777_216.0),
+            ..bytes
+        };
+        let m = wal(archived, 2.0, 4096);
+        let a = m
+            .iter()
+            .find(|x| x.name == "wal_archived_bytes_per_txn")
+            .unwrap();
+        assert_eq!(
+            (a.value, a.unit.as_str(), a.higher_is_better),
+            (4096.0, "B/txn", false)
+        );
+        let none = wal(
+            WalBytes {
+                wal: 100,
+                ..WalBytes::default()
+            },
+            0.0,
+            0,
+        );
         assert_eq!(none.len(), 1);
         assert_eq!(none[0].name, "checkpoints_in_window");
     }

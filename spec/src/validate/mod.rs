@@ -136,6 +136,7 @@ fn validate(raw: RawSpec, files: &Files) -> Result<Spec, SpecError> {
             drop_os_cache: raw.layout.drop_os_cache,
             checkpoint_before: raw.layout.checkpoint_before.unwrap_or(true),
             cold: raw.layout.cold,
+            archive_wal: raw.layout.archive_wal,
         },
         db_host_labels: raw.placement.db_host_labels,
         client_workers,

@@ -40,6 +40,7 @@ pub struct ServerRequest<'a> {
     pub settings: Vec<(String, String)>,
     pub allowed_client_addresses: Vec<String>,
     pub separate_wal: bool,
+    pub archive_wal: bool,
 }
 
 /// A setting as the live server resolved it.
@@ -201,6 +202,7 @@ impl From<ServerRequest<'_>> for pb::PrepareServerTask {
             settings: settings(&r.settings),
             allowed_client_addresses: r.allowed_client_addresses,
             separate_wal: r.separate_wal,
+            archive_wal: r.archive_wal,
         }
     }
 }

@@ -16,8 +16,48 @@ pub enum ResultsError {
 }
 
 /// Per-cell statistics of `metric` (empty = the job's headline metric) against the job's
-/// baseline cell.
+/// baseline cell. A finished job's are computed once by this binary and kept in the catalog
+/// (`catalog::job_results`); later reads, also after a restart, read them back.
 pub async fn query_results(
+    catalog: &Catalog,
+    catalog_path: &str,
+    job_id: &str,
+    metric: &str,
+) -> Result<QueryResults, ResultsError> {
+    let finished = catalog.job(job_id).await?.state.is_finished();
+    if finished && let Some(json) = catalog.stored_results(job_id, metric).await? {
+        match serde_json::from_str::<QueryResults>(&json) {
+            Ok(mut r) => {
+                r.catalog_path = catalog_path.to_string();
+                return Ok(r);
+            }
+            Err(e) => {
+                tracing::warn!(job_id, metric, error = %e, "kept results do not parse; computing them again");
+            }
+        }
+    }
+    let r = compute_results(catalog, catalog_path, job_id, metric).await?;
+    if finished {
+        match serde_json::to_string(&r) {
+            Ok(json) => {
+                match catalog.store_results(job_id, metric, &json).await {
+                    Ok(()) => {}
+                    // A standby coordinator reads; the leader keeps them.
+                    Err(e @ crate::catalog::CatalogError::Fenced { .. }) => {
+                        tracing::debug!(job_id, metric, error = %e, "results not kept: not the leader");
+                    }
+                    Err(e) => {
+                        tracing::warn!(job_id, metric, error = %e, "results not kept in the catalog");
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(job_id, metric, error = %e, "results not serialized"),
+        }
+    }
+    Ok(r)
+}
+
+async fn compute_results(
     catalog: &Catalog,
     catalog_path: &str,
     job_id: &str,

@@ -21,6 +21,7 @@ mod error;
 pub mod export;
 mod fence;
 pub mod history;
+pub mod job_results;
 mod jobs;
 mod lease;
 pub mod lock;

@@ -44,8 +44,8 @@ impl Headlines {
         if finished && let Some(h) = self.lock().get(&job.job_id) {
             return h.clone();
         }
-        let line = match crate::results::export_job(catalog, "", &job.job_id, "", false).await {
-            Ok(export) => blocklab_report::headline::headline(&export.results),
+        let line = match crate::results::query_results(catalog, "", &job.job_id, "").await {
+            Ok(r) => blocklab_report::headline::headline(&r.cells),
             Err(e) => {
                 tracing::warn!(job_id = %job.job_id, error = %e, "dashboard: no headline for the job");
                 return String::new();

@@ -10,7 +10,7 @@ use tokio::sync::{broadcast, watch};
 use crate::catalog::{BuildRecord, Catalog, CatalogError};
 use crate::fleet::tasks::{BuildOf, TaskError};
 use crate::fleet::{HostSession, Progress, ProgressEvent, Registry};
-use blocklab_spec::{JobPlan, JobState, RunState, Spec, SpecError, Stage};
+use blocklab_spec::{JobKind, JobPlan, JobState, RunState, Spec, SpecError, Stage};
 
 mod adaptive;
 mod db_hosts;
@@ -314,6 +314,13 @@ impl Scheduler {
             .set_job_state(job_id, state, error.as_deref())
             .await?;
         tracing::info!(job_id, state = %state, "job finished");
+        // A benchmark's results, computed once now and kept, so no later read computes them
+        // again (a probe's are its rows).
+        if job.kind == JobKind::Benchmark
+            && let Err(e) = crate::results::query_results(&self.catalog, "", job_id, "").await
+        {
+            tracing::warn!(job_id, error = %e, "the finished job's results were not computed");
+        }
         Ok(())
     }
 

@@ -5,6 +5,7 @@ mod copy;
 mod dashboard;
 mod fixture;
 mod grpc;
+mod kept;
 mod ladder;
 mod live;
 mod views;

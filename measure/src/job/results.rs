@@ -1,12 +1,12 @@
 //! A job's statistics: per-cell results of a metric against the baseline (or another job's
 //! like cells), every workload metric's cells, own-workload figures and probe summaries.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::job::summary::JobSummary;
 
 /// One cell's statistics of one metric, and its change against the cell it is compared with.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CellResult {
     pub cell_index: u32,
     pub label: String,
@@ -98,7 +98,7 @@ pub struct CellResult {
 }
 
 /// A cell's standing in its job's race.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RaceStanding {
     /// "best", "in the best set", "racing", "default, beaten", "dropped at round N" or
     /// "no runs by round N".
@@ -125,7 +125,7 @@ pub struct RaceStanding {
 }
 
 /// A cell's statistics over a set of runs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CellStats {
     pub n: u32,
     pub mean: f64,
@@ -161,7 +161,7 @@ pub struct CellStats {
 }
 
 /// A cell on one database host.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostResult {
     pub host_id: String,
     pub n: u32,
@@ -171,7 +171,7 @@ pub struct HostResult {
 }
 
 /// One workload metric with its per-cell statistics.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MetricResults {
     pub name: String,
     pub unit: String,
@@ -180,7 +180,7 @@ pub struct MetricResults {
 }
 
 /// A cell's own-workload figures.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OwnWorkloadCell {
     pub cell_index: u32,
     pub cell: String,
@@ -196,7 +196,7 @@ pub struct OwnWorkloadCell {
 }
 
 /// One statement of a script over a cell's runs.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CellStatement {
     pub script: String,
     pub position: u32,
@@ -209,7 +209,7 @@ pub struct CellStatement {
 }
 
 /// A doctor warning of the database host, with the number of done runs it held for.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostWarning {
     pub warning: String,
     pub runs: u32,
@@ -217,7 +217,7 @@ pub struct HostWarning {
 
 /// A job's results: the cells of one metric, every workload metric's cells, own-workload
 /// figures and the database host's warnings.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct QueryResults {
     pub job_id: String,
     pub cells: Vec<CellResult>,

@@ -1,0 +1,78 @@
+//! A finished job's results, kept in the catalog (`job_results`, migration 0019) so the first
+//! read after a coordinator's start does not compute them from every run again. The rows
+//! belong to the binary that computed them ([`analysis`]): another build's analysis may
+//! differ, so it reads none of them and writes its own.
+
+use std::sync::OnceLock;
+
+use super::{Catalog, CatalogError};
+
+/// The identity of this binary's analysis: the executable's size and modification time
+/// (any change to the code is another executable). Empty when the executable cannot be
+/// read: then nothing is stored or read.
+pub fn analysis() -> &'static str {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| {
+        let meta = std::env::current_exe().and_then(std::fs::metadata);
+        match meta {
+            Ok(m) => {
+                let modified = m
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos());
+                format!("{}-{}-{modified}", env!("CARGO_PKG_VERSION"), m.len())
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the executable cannot be read: finished jobs' results are not kept in the catalog");
+                String::new()
+            }
+        }
+    })
+}
+
+impl Catalog {
+    /// The kept results of `job_id`'s `metric` by this binary's analysis, as JSON.
+    pub async fn stored_results(
+        &self,
+        job_id: &str,
+        metric: &str,
+    ) -> Result<Option<String>, CatalogError> {
+        if analysis().is_empty() {
+            return Ok(None);
+        }
+        Ok(sqlx::query_scalar(
+            "SELECT results_json FROM job_results WHERE job_id = $1 AND metric = $2 AND analysis = $3",
+        )
+        .bind(job_id)
+        .bind(metric)
+        .bind(analysis())
+        .fetch_optional(self.reader())
+        .await?)
+    }
+
+    /// Keeps a finished job's results of `metric` (a row already kept stays).
+    pub async fn store_results(
+        &self,
+        job_id: &str,
+        metric: &str,
+        json: &str,
+    ) -> Result<(), CatalogError> {
+        if analysis().is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.write().await?;
+        sqlx::query(
+            "INSERT INTO job_results (job_id, metric, analysis, results_json) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (job_id, metric, analysis) DO NOTHING",
+        )
+        .bind(job_id)
+        .bind(metric)
+        .bind(analysis())
+        .bind(json)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}

@@ -24,8 +24,14 @@ pub async fn query_results(
     job_id: &str,
     metric: &str,
 ) -> Result<QueryResults, ResultsError> {
-    let finished = catalog.job(job_id).await?.state.is_finished();
-    if finished && let Some(json) = catalog.stored_results(job_id, metric).await? {
+    let job = catalog.job(job_id).await?;
+    let finished = job.state.is_finished();
+    // The headline asked for by name or as "" is one kept row.
+    let key = match metric {
+        "" => job.headline_metric.as_str(),
+        m => m,
+    };
+    if finished && let Some(json) = catalog.stored_results(job_id, key).await? {
         match serde_json::from_str::<QueryResults>(&json) {
             Ok(mut r) => {
                 r.catalog_path = catalog_path.to_string();
@@ -40,7 +46,7 @@ pub async fn query_results(
     if finished {
         match serde_json::to_string(&r) {
             Ok(json) => {
-                match catalog.store_results(job_id, metric, &json).await {
+                match catalog.store_results(job_id, key, &json).await {
                     Ok(()) => {}
                     // A standby coordinator reads; the leader keeps them.
                     Err(e @ crate::catalog::CatalogError::Fenced { .. }) => {

@@ -9,6 +9,12 @@ use super::fixture::both;
 #[tokio::test]
 async fn finished_results_are_kept_and_read_back_equal() {
     for f in both().await {
+        // As a submitted pgbench job names its headline.
+        sqlx::query("UPDATE jobs SET headline_metric = 'tps' WHERE job_id = $1")
+            .bind(&f.job_a)
+            .execute(&f.sql)
+            .await
+            .expect("headline");
         let kept = |metric: &'static str| {
             sqlx::query_scalar::<_, i64>(
                 "SELECT count(*) FROM job_results WHERE job_id = $1 AND metric = $2 AND analysis = $3",
@@ -17,11 +23,17 @@ async fn finished_results_are_kept_and_read_back_equal() {
             .bind(metric)
             .bind(analysis())
         };
-        assert_eq!(kept("").fetch_one(&f.sql).await.expect("count"), 0);
+        assert_eq!(kept("tps").fetch_one(&f.sql).await.expect("count"), 0);
         let first = query_results(&f.catalog, "a.db", &f.job_a, "")
             .await
             .expect("results");
-        assert_eq!(kept("").fetch_one(&f.sql).await.expect("count"), 1);
+        // The headline, asked for as "" or by its name, is one row.
+        assert_eq!(kept("tps").fetch_one(&f.sql).await.expect("count"), 1);
+        let by_name = query_results(&f.catalog, "a.db", &f.job_a, "tps")
+            .await
+            .expect("results");
+        assert_eq!(by_name, first);
+        assert_eq!(kept("").fetch_one(&f.sql).await.expect("count"), 0);
         assert_eq!(
             kept("latency_p99_ms")
                 .fetch_one(&f.sql)
@@ -43,7 +55,7 @@ async fn finished_results_are_kept_and_read_back_equal() {
         );
         // What is read is the kept row: a changed row is what comes back.
         let json: String = sqlx::query_scalar(
-            "SELECT results_json FROM job_results WHERE job_id = $1 AND metric = ''",
+            "SELECT results_json FROM job_results WHERE job_id = $1 AND metric = 'tps'",
         )
         .bind(&f.job_a)
         .fetch_one(&f.sql)

@@ -291,25 +291,19 @@ pub async fn bisect<T: Transport>(
         match placed {
             Some(Side::Before) => lo = m,
             Some(Side::After) => hi = m,
-            _ => {
-                return Ok(Bisection {
-                    comparison: comparison_of,
-                    ends: [
-                        (points[ia].0.clone(), line[0].clone(), before),
-                        (points[ib].0.clone(), line[candidates].clone(), after),
-                    ],
-                    candidates,
-                    steps,
-                    found: Found::Undecided {
-                        after: line[lo].clone(),
-                        upto: line[hi].clone(),
-                    },
-                });
-            }
+            _ => break,
         }
     }
-    let commit = line[hi].clone();
-    let subject = repo.subject(&commit).unwrap_or_default();
+    let found = if hi - lo > 1 {
+        Found::Undecided {
+            after: line[lo].clone(),
+            upto: line[hi].clone(),
+        }
+    } else {
+        let commit = line[hi].clone();
+        let subject = repo.subject(&commit).unwrap_or_default();
+        Found::Commit { commit, subject }
+    };
     Ok(Bisection {
         comparison: comparison_of,
         ends: [
@@ -318,7 +312,7 @@ pub async fn bisect<T: Transport>(
         ],
         candidates,
         steps,
-        found: Found::Commit { commit, subject },
+        found,
     })
 }
 

@@ -174,10 +174,8 @@ async fn a_hostile_configure_reaches_nothing_but_its_own_directory() {
 
     // Another build in the cache, the agent's credential (as deploy/install.sh makes it),
     // and a run's directory as the agent makes them for initdb.
-    let victim = handler
-        .ensure_build(&opts(&tarball_with(work.path(), "15.65", BENIGN)), None)
-        .await
-        .unwrap();
+    let benign = tarball_with(work.path(), "15.65", BENIGN);
+    let victim = handler.ensure_build(&opts(&benign), None).await.unwrap();
     let victim_dir = PathBuf::from(&victim.install_dir);
     let token = work.path().join("agent.token");
     std::fs::write(&token, "secret-host-token-0123456789\n").unwrap();
@@ -224,10 +222,8 @@ async fn a_hostile_configure_reaches_nothing_but_its_own_directory() {
         assert!(!p.exists(), "{} was written", p.display());
     }
     assert_owned(&victim_dir, 0);
-    let again = handler
-        .ensure_build(&opts(&tarball_with(work.path(), "15.65", BENIGN)), None)
-        .await
-        .unwrap();
+    // The same tarball (made again, its files' times could differ: another source).
+    let again = handler.ensure_build(&opts(&benign), None).await.unwrap();
     assert!(again.reused);
     assert_eq!(again.build_key, victim.build_key);
     assert!(handler.list_builds().await.builds.len() == 1);

@@ -20,22 +20,8 @@ pub fn resolve_commits(path: &str, text: &str) -> Result<Option<String>, CliErro
         return Ok(None);
     };
     let repo = Repo::open(&commits.git)?;
-    let points = points(&repo, &commits).map_err(|e| match e {
-        Resolve::Spec(error) => spec_error(error),
-        Resolve::Git(e) => e,
-    })?;
+    let points = points(&repo, &commits, spec_error)?;
     Ok(Some(write(text, &commits, &points)))
-}
-
-enum Resolve {
-    Spec(SpecError),
-    Git(CliError),
-}
-
-impl From<CliError> for Resolve {
-    fn from(e: CliError) -> Self {
-        Resolve::Git(e)
-    }
 }
 
 /// The name of the point at `index`, commit `commit`.
@@ -43,14 +29,18 @@ pub fn point_name(index: usize, commit: &str) -> String {
     format!("p{index:02}-{}", &commit[..commit.len().min(10)])
 }
 
-/// The commits that are points, in order.
-fn points(repo: &Repo, c: &Commits) -> Result<Vec<String>, Resolve> {
+/// The commits that are points, in order; a range or list that gives none is `spec_error`'s.
+fn points(
+    repo: &Repo,
+    c: &Commits,
+    spec_error: impl Fn(SpecError) -> CliError,
+) -> Result<Vec<String>, CliError> {
     let points = match &c.points {
         CommitPoints::Range { from, to, every } => {
             let first = repo.commit(from)?;
             let after = repo.first_parent(from, to)?;
             if after.is_empty() {
-                return Err(Resolve::Spec(SpecError::new(
+                return Err(spec_error(SpecError::new(
                     "commits.range",
                     format!("{from}..{to} holds no commit after {from}"),
                 )));
@@ -72,7 +62,7 @@ fn points(repo: &Repo, c: &Commits) -> Result<Vec<String>, Resolve> {
             for (i, r) in list.iter().enumerate() {
                 let commit = repo.commit(r)?;
                 if let Some(j) = points.iter().position(|p| *p == commit) {
-                    return Err(Resolve::Spec(SpecError::new(
+                    return Err(spec_error(SpecError::new(
                         format!("commits.list[{i}]"),
                         format!("{r:?} is the same commit as list[{j}] ({commit})"),
                     )));

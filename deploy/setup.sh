@@ -32,7 +32,7 @@ fi
 pkgs=(build-essential pkg-config libreadline-dev zlib1g-dev bzip2 ca-certificates sqlite3 ccache procps dpkg-dev)
 case "${BLOCKLAB_SETUP_FOR:-test}" in
   demo) ;;
-  test) pkgs+=(iproute2 time postgresql-15 postgresql-client-15 chromium curl bison flex liburing-dev) ;;
+  test) pkgs+=(iproute2 time postgresql-15 postgresql-client-15 chromium curl bison flex liburing-dev git) ;;
   *) echo "setup: BLOCKLAB_SETUP_FOR=$BLOCKLAB_SETUP_FOR (allowed: demo, test)" >&2; exit 1 ;;
 esac
 need_pkgs=()

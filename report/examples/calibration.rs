@@ -8,7 +8,8 @@
 //! `sequential`: `until = "decided"` from 3 rounds to a maximum of 5 to 20, within rounds;
 //! `disturbed`: one run in ten has four times the CV (heavy tails); `demo`: the demo's design
 //! (2 cells, interleaved, all columns) as an A/A job, at fixed n and under `until = "decided"`;
-//! `race`: `search = "race"` over the 42-cell page-size grid (`bench/race-calibration.sh`).
+//! `race`: `search = "race"` over the 42-cell page-size grid (`bench/race-calibration.sh`);
+//! `bisect`: `blocklab bisect` over 15 commits (`bench/bisect-calibration.sh`).
 
 use blocklab_report::calibration::{self, Scenario};
 
@@ -28,6 +29,10 @@ fn main() {
     }
     if rest.iter().any(|a| a == "race") {
         race(jobs, drift);
+        return;
+    }
+    if rest.iter().any(|a| a == "bisect") {
+        bisect(jobs, drift);
         return;
     }
     if rest.iter().any(|a| a == "sequential") {
@@ -276,4 +281,48 @@ fn race_row(
         pct(t.p_default_decided()),
         pct(t.p_any_dropped()),
     );
+}
+
+/// `blocklab bisect` over 15 candidate commits, the change drawn uniformly among them, from no
+/// effect to `after` at the series' 3 rounds.
+fn bisect(bisections: u32, drift: f64) {
+    let candidates = 15;
+    println!(
+        "bisections: {bisections} per row; {candidates} candidate commits (build bound ceil(log2 {candidates}) + 2 = {}); \
+         the effect 0% before the changing commit; 3 rounds a step, doubled up to twice when undecided; \
+         per-round drift: random walk, step sd {drift}%; two-cell jobs, rounds as blocks; seeded",
+        calibration::build_bound(candidates)
+    );
+    println!();
+    println!(
+        "| change | CV | refused (ends alike) | right commit | wrong commit | undecided | mean jobs | mean builds | max builds | over the bound | mean rounds |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+    for after in [-3.0, -5.0, -10.0, -20.0, -65.0] {
+        for cv in [1.0, 2.0, 5.0] {
+            let s = calibration::BisectScenario {
+                candidates,
+                rounds: 3,
+                cv_pct: cv,
+                drift_pct: drift,
+                before_pct: 0.0,
+                after_pct: after,
+            };
+            let seed = 0xb15e_0000 + (-after) as u64 * 10 + cv as u64;
+            let t = calibration::run_bisections(&s, bisections, seed);
+            println!(
+                "| {after:+.0}% | {cv:.0}% | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} | {:.1} |",
+                pct(t.refused_rate()),
+                pct(t.right_rate()),
+                pct(t.wrong_rate()),
+                pct(t.undecided_rate()),
+                t.mean(t.jobs),
+                t.mean(t.builds),
+                t.max_builds,
+                pct(t.over_bound_rate()),
+                t.mean(t.rounds),
+            );
+        }
+    }
 }

@@ -6,8 +6,9 @@
 //! the middle candidate in a job of its own (the series' spec with that commit as its only
 //! source and a fixed number of rounds), and puts the commit on A's side or B's by its effect
 //! (`blocklab_report::bisect`). A step that cannot tell measures the same commit again with
-//! twice the rounds, at most [`ATTEMPTS`] times, and the bisection stops undecided rather
-//! than guess. N candidates take at most ceil(log2 N) decided steps; every step is a job in
+//! twice the rounds, at most three times, and the bisection stops undecided rather
+//! than guess (the search is `blocklab_report::bisect::Search`, which the calibration drives
+//! too). N candidates take at most ceil(log2 N) decided steps; every step is a job in
 //! the catalog, and the steps are printed as they end.
 
 use std::io::Write;
@@ -15,16 +16,13 @@ use std::io::Write;
 use blocklab_measure::job::{CellResult, QueryResults};
 use blocklab_proto::v1::control_client::ControlClient;
 use blocklab_proto::v1::{QueryResultsRequest, SubmitJobRequest};
-use blocklab_report::bisect::{Effect, Side, comparison, side};
+use blocklab_report::bisect::{Effect, Search, SearchEnd, Side, comparison};
 use blocklab_spec::{JobSpec, Source, referenced_files};
 
 use super::export::job_export;
 use super::watch::watch;
 use crate::client::{CliError, Transport, answer};
 use crate::git::Repo;
-
-/// The most times one commit is measured.
-pub const ATTEMPTS: u32 = 3;
 
 /// One measurement of a commit.
 #[derive(Debug, Clone)]
@@ -239,70 +237,55 @@ pub async fn bisect<T: Transport>(
     .ok();
     // A job with adaptive repetitions keeps its minimum in `repetitions`.
     let base_rounds = spec.repetitions.max(3);
-    let (mut lo, mut hi) = (0, candidates);
+    let mut search = Search::new(candidates, base_rounds, before, after);
     let mut steps = Vec::new();
-    while hi - lo > 1 {
-        let m = (lo + hi) / 2;
+    while let Some((m, rounds)) = search.next() {
         let commit = line[m].clone();
         let subject = repo.subject(&commit).unwrap_or_default();
-        let mut placed = None;
-        for attempt in 0..ATTEMPTS {
-            let rounds = base_rounds << attempt;
-            let name = format!("{} bisect {}", spec.name, &commit[..12.min(commit.len())]);
-            let text = step_spec(&stored, src_a, &commit, rounds, &name)?;
-            let submitted = answer(
-                client
-                    .submit_job(SubmitJobRequest {
-                        spec_toml: text,
-                        files: Default::default(),
-                    })
-                    .await,
-            )?;
-            let state = watch(client, &submitted.job_id, std::io::sink()).await?;
-            let done = state.as_ref().is_some_and(|j| j.state == "done");
-            let step_results = results(client, &submitted.job_id).await?;
-            let effect = compared(&step_results.cells, None, &comparison_of).and_then(Effect::of);
-            let s = match (done, effect) {
-                (false, _) => Side::Undecided(format!(
-                    "the job ended {}",
-                    state.map_or("without a state".into(), |j| j.state)
-                )),
-                (true, None) => Side::Undecided("no effect was measured".into()),
-                (true, Some(e)) => side(e, before, after),
-            };
-            let step = Step {
-                commit: commit.clone(),
-                subject: subject.clone(),
-                rounds,
-                job_id: submitted.job_id,
-                effect,
-                side: s.clone(),
-            };
-            writeln!(log, "{}", step_line(steps.len() + 1, &step)).ok();
-            steps.push(step);
-            if !matches!(s, Side::Undecided(_)) {
-                placed = Some(s);
-                break;
-            }
-            if !done {
-                break;
-            }
-        }
-        match placed {
-            Some(Side::Before) => lo = m,
-            Some(Side::After) => hi = m,
-            _ => break,
-        }
+        let name = format!("{} bisect {}", spec.name, &commit[..12.min(commit.len())]);
+        let text = step_spec(&stored, src_a, &commit, rounds, &name)?;
+        let submitted = answer(
+            client
+                .submit_job(SubmitJobRequest {
+                    spec_toml: text,
+                    files: Default::default(),
+                })
+                .await,
+        )?;
+        let state = watch(client, &submitted.job_id, std::io::sink()).await?;
+        let done = state.as_ref().is_some_and(|j| j.state == "done");
+        let step_results = results(client, &submitted.job_id).await?;
+        let effect = compared(&step_results.cells, None, &comparison_of).and_then(Effect::of);
+        let s = if done {
+            search.record(effect)
+        } else {
+            search.stop();
+            Side::Undecided(format!(
+                "the job ended {}",
+                state.map_or("without a state".into(), |j| j.state)
+            ))
+        };
+        let step = Step {
+            commit,
+            subject,
+            rounds,
+            job_id: submitted.job_id,
+            effect,
+            side: s,
+        };
+        writeln!(log, "{}", step_line(steps.len() + 1, &step)).ok();
+        steps.push(step);
     }
-    let found = if hi - lo > 1 {
-        Found::Undecided {
+    let found = match search.end() {
+        SearchEnd::Undecided { lo, hi } => Found::Undecided {
             after: line[lo].clone(),
             upto: line[hi].clone(),
+        },
+        SearchEnd::Found(i) => {
+            let commit = line[i].clone();
+            let subject = repo.subject(&commit).unwrap_or_default();
+            Found::Commit { commit, subject }
         }
-    } else {
-        let commit = line[hi].clone();
-        let subject = repo.subject(&commit).unwrap_or_default();
-        Found::Commit { commit, subject }
     };
     Ok(Bisection {
         comparison: comparison_of,

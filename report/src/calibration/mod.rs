@@ -14,16 +14,19 @@
 //! [`run_sequential`] does the same for `until = "decided"`: a look after every round, a
 //! stop at the first decided one.
 //!
-//! [`run_races`] does it for `search = "race"` over a page-size grid ([`crate::race`]).
+//! [`run_races`] does it for `search = "race"` over a page-size grid ([`crate::race`]), and
+//! [`run_bisections`] for `blocklab bisect` over a line of commits ([`crate::bisect`]).
 
 use crate::analysis;
 use crate::stats::Metric;
 
+mod bisect;
 mod prng;
 mod race;
 mod sequential;
 mod synthetic;
 
+pub use bisect::{BisectScenario, BisectTally, build_bound, run_bisection, run_bisections};
 pub use prng::Prng;
 pub use race::{
     DATA_EFFECTS_PCT, DATA_KB, DEFAULT_CELL, Outcome, RaceScenario, RaceTally, WAL_EFFECTS_PCT,

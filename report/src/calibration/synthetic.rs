@@ -27,6 +27,9 @@ pub struct Scenario {
     /// Share of runs that are disturbed (a checkpoint, a neighbour): their noise has
     /// [`DISTURBED_CV_FACTOR`] times the CV, so the runs' distribution has heavy tails.
     pub disturbed_share: f64,
+    /// The job has the A/A replicate cell (the default); without it, the baseline and the
+    /// treatment cells only, as a two-cell comparison job is.
+    pub replicate: bool,
 }
 
 /// How much noisier a disturbed run is than the others.
@@ -43,6 +46,7 @@ impl Scenario {
             all_columns: true,
             rounds_as_blocks: false,
             disturbed_share: 0.0,
+            replicate: true,
         }
     }
 }
@@ -98,11 +102,12 @@ fn run_metrics(tps: f64, cv: f64, all_columns: bool, rng: &mut Prng) -> RunMetri
 
 /// A synthetic job drawn from `s`.
 pub fn synthetic_job(s: &Scenario, rng: &mut Prng) -> JobExport {
-    let mut cells = vec![
-        cell(0, "bs=8K", 8, true, ""),
-        cell(1, "bs=8K replicate", 8, false, "replicate"),
-    ];
-    let mut effects = vec![0.0, 0.0];
+    let mut cells = vec![cell(0, "bs=8K", 8, true, "")];
+    let mut effects = vec![0.0];
+    if s.replicate {
+        cells.push(cell(1, "bs=8K replicate", 8, false, "replicate"));
+        effects.push(0.0);
+    }
     for (k, e) in s.effects_pct.iter().enumerate() {
         let bs = 16 << k;
         let i = u32::try_from(cells.len()).unwrap_or(u32::MAX);

@@ -261,7 +261,17 @@ mod tests {
         assert_eq!(at(-0.35 + 0.040, 0.03), Side::Before);
         assert_eq!(at(-0.35 - 0.040, 0.03), Side::After);
         // The same with the ends the other way round (an effect that rose).
-        assert_eq!(side(Effect { ln: 0.01, half: 0.03 }, after, before), Side::After);
+        assert_eq!(
+            side(
+                Effect {
+                    ln: 0.01,
+                    half: 0.03
+                },
+                after,
+                before
+            ),
+            Side::After
+        );
         // Two effects differ when the interval of their difference excludes 0: at the edge, a
         // difference of exactly the combined half-width is not one.
         let e = Effect {
@@ -281,7 +291,16 @@ mod tests {
     #[test]
     fn the_search_halves_and_measures_an_undecided_commit_again_with_more_rounds() {
         let e = |ln: f64| Some(Effect { ln, half: 0.05 });
-        let (before, after) = (Effect { ln: 0.0, half: 0.05 }, Effect { ln: -0.5, half: 0.05 });
+        let (before, after) = (
+            Effect {
+                ln: 0.0,
+                half: 0.05,
+            },
+            Effect {
+                ln: -0.5,
+                half: 0.05,
+            },
+        );
         // 15 candidates, the change at commit 9 (of 1..=15); the second step reads the middle.
         let mut s = Search::new(15, 3, before, after);
         let mut asked = Vec::new();

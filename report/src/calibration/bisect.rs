@@ -71,7 +71,11 @@ impl BisectTally {
     /// Means per started bisection.
     pub fn mean(&self, total: u64) -> f64 {
         let n = self.started();
-        if n == 0 { 0.0 } else { total as f64 / f64::from(n) }
+        if n == 0 {
+            0.0
+        } else {
+            total as f64 / f64::from(n)
+        }
     }
 }
 

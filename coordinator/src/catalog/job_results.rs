@@ -1,7 +1,8 @@
-//! A finished job's results, kept in the catalog (`job_results`, migration 0019) so the first
-//! read after a coordinator's start does not compute them from every run again. The rows
-//! belong to the binary that computed them ([`analysis`]): another build's analysis may
-//! differ, so it reads none of them and writes its own.
+//! A finished job's results (`job_results`, migration 0019) and its dashboard page
+//! (`job_pages`, migration 0020), kept in the catalog so the first read after a coordinator's
+//! start does not compute them from every run again. The rows belong to the binary that
+//! computed them ([`analysis`]): another build's analysis may differ, so it reads none of
+//! them and writes its own.
 
 use std::sync::OnceLock;
 
@@ -70,6 +71,50 @@ impl Catalog {
         .bind(metric)
         .bind(analysis())
         .bind(json)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The kept dashboard page of `job_id` by this binary for the catalog `catalog_path`.
+    pub async fn stored_page(
+        &self,
+        job_id: &str,
+        catalog_path: &str,
+    ) -> Result<Option<String>, CatalogError> {
+        if analysis().is_empty() {
+            return Ok(None);
+        }
+        Ok(sqlx::query_scalar(
+            "SELECT page_html FROM job_pages WHERE job_id = $1 AND analysis = $2 AND catalog_path = $3",
+        )
+        .bind(job_id)
+        .bind(analysis())
+        .bind(catalog_path)
+        .fetch_optional(self.reader())
+        .await?)
+    }
+
+    /// Keeps a finished job's dashboard page (a page already kept stays).
+    pub async fn store_page(
+        &self,
+        job_id: &str,
+        catalog_path: &str,
+        html: &str,
+    ) -> Result<(), CatalogError> {
+        if analysis().is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.write().await?;
+        sqlx::query(
+            "INSERT INTO job_pages (job_id, analysis, catalog_path, page_html) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (job_id, analysis, catalog_path) DO NOTHING",
+        )
+        .bind(job_id)
+        .bind(analysis())
+        .bind(catalog_path)
+        .bind(html)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;

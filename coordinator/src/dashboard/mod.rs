@@ -25,6 +25,7 @@ use crate::fleet::Registry;
 pub mod auth;
 pub mod cache;
 pub mod history;
+pub mod job_page;
 pub mod jobs;
 mod pages;
 pub mod tls;
@@ -197,40 +198,15 @@ async fn job(State(d): State<Arc<Dashboard>>, Path(job_id): Path<String>) -> Res
     if let Some(page) = d.pages.get(&job_id) {
         return Html(page.as_str().to_string()).into_response();
     }
-    let metric = blocklab_report::stats::Metric::Tps;
-    let mut export = match crate::results::export_job(
-        &d.catalog,
-        &d.catalog_path,
-        &job_id,
-        metric.name(),
-        false,
-    )
-    .await
-    {
-        Ok(export) => export,
-        Err(e) => return service_error(&e),
-    };
-    let mut series = match d
-        .catalog
-        .sample_series(&job_id, trace_points(export.runs.len()))
-        .await
-    {
-        Ok(s) => s,
-        Err(e) => return service_error(&e),
-    };
-    for r in &mut export.runs {
-        r.samples = series.remove(&r.run_id).unwrap_or_default();
+    match job_page::job_page(&d.catalog, &d.catalog_path, &job_id).await {
+        Ok((page, finished)) => {
+            if finished {
+                d.pages.put(job_id, page.clone());
+            }
+            Html(page).into_response()
+        }
+        Err(e) => service_error(&e),
     }
-    let page = pages::job(&export);
-    let finished = export.job.as_ref().is_some_and(|j| {
-        j.state
-            .parse::<blocklab_spec::JobState>()
-            .is_ok_and(|s| s.is_finished())
-    });
-    if finished {
-        d.pages.put(job_id, page.clone());
-    }
-    Html(page).into_response()
 }
 
 async fn history_index() -> Response {

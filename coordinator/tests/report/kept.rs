@@ -1,5 +1,6 @@
-//! A finished job's results are kept in the catalog once computed (`job_results`), on SQLite
-//! and PostgreSQL, and read back equal; rows of another binary's analysis are not read.
+//! A finished job's results and dashboard page are kept in the catalog once computed
+//! (`job_results`, `job_pages`), on SQLite and PostgreSQL, and read back equal; rows of
+//! another binary's analysis are not read.
 
 use blocklab_coordinator::catalog::job_results::analysis;
 use blocklab_coordinator::results::query_results;
@@ -94,5 +95,43 @@ async fn finished_results_are_kept_and_read_back_equal() {
             .await
             .expect("results");
         assert_eq!(again, first);
+    }
+}
+
+#[tokio::test]
+async fn a_finished_jobs_page_is_kept_and_read_back() {
+    use blocklab_coordinator::dashboard::job_page::job_page;
+    for f in both().await {
+        let kept = || {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM job_pages WHERE job_id = $1 AND analysis = $2 AND catalog_path = 'a.db'",
+            )
+            .bind(f.job_a.clone())
+            .bind(analysis())
+        };
+        assert_eq!(kept().fetch_one(&f.sql).await.expect("count"), 0);
+        let (first, finished) = job_page(&f.catalog, "a.db", &f.job_a).await.expect("page");
+        assert!(finished);
+        assert!(first.contains("a.db"), "the page names its catalog");
+        assert_eq!(kept().fetch_one(&f.sql).await.expect("count"), 1);
+        // Read back: the kept row is what comes back.
+        sqlx::query("UPDATE job_pages SET page_html = $1 WHERE job_id = $2")
+            .bind(first.replace("a.db", "kept.db"))
+            .bind(&f.job_a)
+            .execute(&f.sql)
+            .await
+            .expect("update");
+        let (read, _) = job_page(&f.catalog, "a.db", &f.job_a).await.expect("page");
+        assert!(read.contains("kept.db") && !read.contains("a.db"));
+        // Another catalog path renders and keeps its own page; so does another binary.
+        let (other, _) = job_page(&f.catalog, "b.db", &f.job_a).await.expect("page");
+        assert!(other.contains("b.db") && !other.contains("kept.db"));
+        sqlx::query("UPDATE job_pages SET analysis = 'another build'")
+            .execute(&f.sql)
+            .await
+            .expect("update");
+        let (fresh, _) = job_page(&f.catalog, "a.db", &f.job_a).await.expect("page");
+        assert_eq!(fresh, first);
+        assert_eq!(kept().fetch_one(&f.sql).await.expect("count"), 1);
     }
 }

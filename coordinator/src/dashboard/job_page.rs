@@ -1,0 +1,50 @@
+//! A job's page: its results, charts and verdicts rendered from its export, with its runs'
+//! traces downsampled in the catalog. A finished job's page never changes (a rerun is a job of
+//! its own), so the first view renders it once and keeps it in the catalog (`job_pages`, by
+//! this binary and for this catalog path, which the page names); every later view, also after
+//! a restart, reads that one row instead of every run.
+
+use crate::catalog::{Catalog, CatalogError};
+use crate::results::ResultsError;
+
+/// A job's page, and whether the job is finished (then its page is final).
+pub async fn job_page(
+    catalog: &Catalog,
+    catalog_path: &str,
+    job_id: &str,
+) -> Result<(String, bool), ResultsError> {
+    // A job's state only moves forward: one read finished stays finished.
+    let finished = catalog.job(job_id).await?.state.is_finished();
+    if finished && let Some(page) = catalog.stored_page(job_id, catalog_path).await? {
+        return Ok((page, true));
+    }
+    let page = render(catalog, catalog_path, job_id).await?;
+    if finished {
+        match catalog.store_page(job_id, catalog_path, &page).await {
+            Ok(()) => {}
+            // A standby coordinator reads; the leader keeps it.
+            Err(e @ CatalogError::Fenced { .. }) => {
+                tracing::debug!(job_id, error = %e, "job page not kept: not the leader");
+            }
+            Err(e) => tracing::warn!(job_id, error = %e, "job page not kept in the catalog"),
+        }
+    }
+    Ok((page, finished))
+}
+
+async fn render(
+    catalog: &Catalog,
+    catalog_path: &str,
+    job_id: &str,
+) -> Result<String, ResultsError> {
+    let metric = blocklab_report::stats::Metric::Tps;
+    let mut export =
+        crate::results::export_job(catalog, catalog_path, job_id, metric.name(), false).await?;
+    let mut series = catalog
+        .sample_series(job_id, super::trace_points(export.runs.len()))
+        .await?;
+    for r in &mut export.runs {
+        r.samples = series.remove(&r.run_id).unwrap_or_default();
+    }
+    Ok(super::pages::job(&export))
+}

@@ -41,10 +41,39 @@ async fn render(
     let mut export =
         crate::results::export_job(catalog, catalog_path, job_id, metric.name(), false).await?;
     let mut series = catalog
-        .sample_series(job_id, super::trace_points(export.runs.len()))
+        .sample_series(job_id, trace_points(export.runs.len()))
         .await?;
     for r in &mut export.runs {
         r.samples = series.remove(&r.run_id).unwrap_or_default();
     }
     Ok(super::pages::job(&export))
+}
+
+/// The most points a run's trace has on the job page (as many as a run's stored series holds),
+/// and the fewest the budget below gives.
+pub const TRACE_POINTS: u32 = crate::catalog::series::MAX_POINTS;
+const TRACE_POINTS_MIN: u32 = 12;
+/// Points of all a job's traces together, shared among its runs.
+const TRACE_BUDGET: usize = 12_000;
+
+/// The points per run of a job with `runs` runs: the budget shared, within the bounds.
+pub fn trace_points(runs: usize) -> u32 {
+    let share = TRACE_BUDGET / runs.max(1);
+    u32::try_from(share)
+        .unwrap_or(TRACE_POINTS)
+        .clamp(TRACE_POINTS_MIN, TRACE_POINTS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trace_points;
+
+    #[test]
+    fn traces_share_the_points_budget_within_the_bounds() {
+        assert_eq!(trace_points(0), 300);
+        assert_eq!(trace_points(40), 300);
+        assert_eq!(trace_points(100), 120);
+        assert_eq!(trace_points(1000), 12);
+        assert_eq!(trace_points(10_000), 12);
+    }
 }

@@ -1,6 +1,6 @@
 //! The read-only web dashboard (`--dashboard-listen`): hosts, jobs and their runs, each job's
 //! results with its charts and verdicts (its traces downsampled in the catalog to
-//! [`TRACE_POINTS`] points a run at most), the history of a metric over every job
+//! [`job_page::TRACE_POINTS`] points a run at most), the history of a metric over every job
 //! (`history.rs`), two jobs compared, and `/metrics`. Pages are rendered on the server
 //! from the catalog with [`crate::results`], so they agree with the CLI and `blocklab report`.
 //!
@@ -170,21 +170,6 @@ async fn jobs_json(State(d): State<Arc<Dashboard>>) -> Response {
     }
 }
 
-/// The most points a run's trace has on the job page (as many as a run's stored series holds),
-/// and the fewest the budget below gives.
-pub const TRACE_POINTS: u32 = crate::catalog::series::MAX_POINTS;
-const TRACE_POINTS_MIN: u32 = 12;
-/// Points of all a job's traces together, shared among its runs.
-const TRACE_BUDGET: usize = 12_000;
-
-/// The points per run of a job with `runs` runs: the budget shared, within the bounds.
-pub fn trace_points(runs: usize) -> u32 {
-    let share = TRACE_BUDGET / runs.max(1);
-    u32::try_from(share)
-        .unwrap_or(TRACE_POINTS)
-        .clamp(TRACE_POINTS_MIN, TRACE_POINTS)
-}
-
 fn not_a_job(id: &str) -> Option<Response> {
     uuid::Uuid::parse_str(id)
         .is_err()
@@ -249,19 +234,5 @@ async fn metrics(State(d): State<Arc<Dashboard>>) -> Response {
         )
             .into_response(),
         Err(e) => service_error(&e),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::trace_points;
-
-    #[test]
-    fn traces_share_the_points_budget_within_the_bounds() {
-        assert_eq!(trace_points(0), 300);
-        assert_eq!(trace_points(40), 300);
-        assert_eq!(trace_points(100), 120);
-        assert_eq!(trace_points(1000), 12);
-        assert_eq!(trace_points(10_000), 12);
     }
 }

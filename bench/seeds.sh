@@ -46,6 +46,7 @@ extra_metrics() {
     004-*) echo "tps_incl_conn" ;;
     001-*) echo "wal_bytes_per_txn disk_write_bytes_per_txn" ;;
     005-*) echo "wal_bytes_per_txn disk_write_bytes_per_txn" ;;
+    007-* | 008-*) echo "latency_p99_ms" ;;
   esac
 }
 

@@ -81,11 +81,7 @@ impl BisectTally {
 
 /// The bound the issue sets on builds: ceil(log2 N) + 2 for N candidates.
 pub fn build_bound(candidates: usize) -> u32 {
-    let mut bits = 0u32;
-    while (1usize << bits) < candidates {
-        bits += 1;
-    }
-    bits + 2
+    candidates.next_power_of_two().trailing_zeros() + 2
 }
 
 /// The effect one synthetic two-cell job of `rounds` rounds measures for a true change of

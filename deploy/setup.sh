@@ -10,8 +10,10 @@
 #     the Debian mirror), cached under /var/cache/blocklab/src
 #   - for the tests only: the PostgreSQL 17 and 18 release tarballs, from the newest
 #     postgresql-17 (trixie) and postgresql-18 (sid) source packages, through deb-src entries
-#     of their own (no binary package comes from those suites), and bison, flex (17's and
-#     18's tarballs carry no generated parser files) and liburing-dev (--with-liburing)
+#     of their own (no binary package comes from those suites), or from the newest earlier
+#     point release in the mirror's pool when the index names files the mirror no longer
+#     serves (its .dsc checked against debian-keyring), and bison, flex (17's and 18's
+#     tarballs carry no generated parser files) and liburing-dev (--with-liburing)
 # Source it (". deploy/setup.sh") to get BLOCKLAB_* variables exported.
 set -euo pipefail
 
@@ -32,7 +34,7 @@ fi
 pkgs=(build-essential pkg-config libreadline-dev zlib1g-dev bzip2 ca-certificates sqlite3 ccache procps dpkg-dev)
 case "${BLOCKLAB_SETUP_FOR:-test}" in
   demo) ;;
-  test) pkgs+=(iproute2 time postgresql-15 postgresql-client-15 chromium curl bison flex liburing-dev git) ;;
+  test) pkgs+=(iproute2 time postgresql-15 postgresql-client-15 chromium curl bison flex liburing-dev git debian-keyring) ;;
   *) echo "setup: BLOCKLAB_SETUP_FOR=$BLOCKLAB_SETUP_FOR (allowed: demo, test)" >&2; exit 1 ;;
 esac
 need_pkgs=()
@@ -74,6 +76,45 @@ mirror_uri() {
   echo "${uri:-http://deb.debian.org/debian}"
 }
 
+# When the mirror's index names a version whose files it no longer serves (the pool keeps a
+# few earlier point releases), takes the newest earlier point release of the same Debian
+# revision from the pool: its .dsc must carry a good signature of a Debian developer
+# (debian-keyring), and the .orig tarball the SHA-256 that .dsc names. Prints the tarball's
+# path (in $2).
+fetch_older_orig() {
+  local major=$1 tmp=$2 newest upstream minor rev pool dsc name sum m
+  newest=$(apt-cache showsrc "postgresql-$major" | awk '/^Version:/{print $2}' | sort -Vr | head -n1)
+  [ -n "$newest" ] && command -v curl >/dev/null || return 1
+  upstream=${newest%%-*}
+  rev=${newest#*-}
+  minor=${upstream#*.}
+  case "$minor" in '' | *[!0-9]*) return 1 ;; esac
+  [ -s /usr/share/keyrings/debian-keyring.gpg ] \
+    || $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debian-keyring >&2
+  pool="$(mirror_uri)/pool/main/p/postgresql-$major"
+  for ((m = minor - 1; m >= 0 && m >= minor - 4; m--)); do
+    dsc="postgresql-${major}_${major}.${m}-${rev}.dsc"
+    curl -fsS -o "$tmp/$dsc" "$pool/$dsc" 2>/dev/null || { rm -f "$tmp/$dsc"; continue; }
+    if ! gpgv --keyring /usr/share/keyrings/debian-keyring.gpg "$tmp/$dsc" >/dev/null 2>&1; then
+      echo "setup: $dsc: no good signature of a Debian developer; not used" >&2
+      rm -f "$tmp/$dsc"
+      continue
+    fi
+    read -r sum _ name < <(awk '/^Checksums-Sha256:/{f=1;next} /^[^ ]/{f=0} f&&/orig\.tar\.[a-z0-9]+$/{print $1, $2, $3; exit}' "$tmp/$dsc")
+    [ -n "${name:-}" ] || continue
+    echo "setup: postgresql-$major=$newest is not served; fetching $major.$m ($dsc, signature good)" >&2
+    curl -fsS -o "$tmp/$name" "$pool/$name" || { rm -f "$tmp/$name"; continue; }
+    if [ "$(sha256sum "$tmp/$name" | cut -d' ' -f1)" != "$sum" ]; then
+      echo "setup: $name does not match the SHA-256 its .dsc names; not used" >&2
+      rm -f "$tmp/$name"
+      continue
+    fi
+    echo "$tmp/$name"
+    return 0
+  done
+  return 1
+}
+
 # Downloads the newest version of source package postgresql-$1 that the mirror serves, with
 # `apt-get source --download-only` (which verifies what it fetches: the suite's signed Release
 # names the Sources index's checksum, the index names the .dsc's, the .dsc names the .orig
@@ -94,6 +135,9 @@ fetch_orig() {
     rm -f "$tmp"/*
   done
   if [ -z "$orig" ]; then
+    orig=$(fetch_older_orig "$major" "$tmp") || orig=""
+  fi
+  if [ -z "$orig" ]; then
     rm -rf "$tmp"
     echo "setup: could not download any postgresql-$major source package version" >&2
     return 1
@@ -104,7 +148,7 @@ fetch_orig() {
   esac
   $SUDO install -m 644 "$orig" "$dest"
   rm -rf "$tmp"
-  echo "setup: installed postgresql-$major $version as $dest"
+  echo "setup: installed $(basename "$orig") as $dest"
 }
 
 fetch_pg_source() {
@@ -177,10 +221,8 @@ if [ "${BLOCKLAB_SETUP_FOR:-test}" = test ]; then
   done
   for pkg in "${missing[@]}"; do
     case "$pkg" in
-      # The tests build 18 (tests/tests/pg_versions.rs): without it they cannot pass.
-      postgresql-18) echo "setup: no source tarball for $pkg: the tests need it" >&2; exit 1 ;;
-      # No test builds 17; a spec naming it fails at its build, naming the missing tarball.
-      *) echo "setup: WARNING: no source tarball for $pkg (Debian's mirror did not serve it); no test needs it" >&2 ;;
+      # The tests build 17 and 18 (tests/tests/pg_versions.rs): without them they cannot pass.
+      *) echo "setup: no source tarball for $pkg (Debian's mirror served none): the tests need it" >&2; exit 1 ;;
     esac
   done
 fi

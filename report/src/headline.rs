@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use blocklab_measure::job::CellResult;
 
 use crate::format::pct;
+use crate::render::{BestVsDefault, best_vs_default};
 
 fn change(c: &CellResult) -> String {
     let interval = match (c.pct_change_ci95_low, c.pct_change_ci95_high) {
@@ -28,10 +29,27 @@ fn change(c: &CellResult) -> String {
 pub fn headline(cells: &[CellResult]) -> String {
     let is_best = |c: &&CellResult| c.race.as_ref().is_some_and(|r| r.standing == "best");
     if let Some(best) = cells.iter().find(is_best) {
-        return if best.is_baseline {
-            format!("race: the default {} is the best", best.label)
-        } else {
-            format!("race: best {} against the default", change(best))
+        let default = &best.race.as_ref().expect("raced").default_label;
+        let race: Vec<&CellResult> = cells
+            .iter()
+            .filter(|c| c.race.as_ref().is_some_and(|r| &r.default_label == default))
+            .collect();
+        return match best_vs_default(&race) {
+            Some(BestVsDefault::DefaultIsBest) => {
+                format!("race: the default {} is the best", best.label)
+            }
+            Some(BestVsDefault::Change {
+                pct: p,
+                ci95: (l, h),
+                verdict,
+            }) => format!(
+                "race: best {}: {} [{}, {}] against the default {default}, {verdict}",
+                best.label,
+                pct(p),
+                pct(l),
+                pct(h)
+            ),
+            None => format!("race: best {} so far", best.label),
         };
     }
     let compared: Vec<&CellResult> = cells
@@ -107,23 +125,40 @@ mod tests {
 
     #[test]
     fn a_race_is_headed_by_its_best_against_the_default() {
+        let raced = |standing: &str, vs: Option<(f64, f64, f64)>| RaceStanding {
+            standing: standing.into(),
+            vs_best_pct: vs.map(|v| v.0),
+            vs_best_ci95_low: vs.map(|v| v.1),
+            vs_best_ci95_high: vs.map(|v| v.2),
+            default_label: "8K".into(),
+            ..Default::default()
+        };
         let mut cells = vec![
             cell(0, "8K", "baseline", None, 0.0),
             cell(1, "16K", "faster", Some(0.01), 4.0),
         ];
-        cells[1].race = Some(RaceStanding {
-            standing: "best".into(),
-            ..Default::default()
-        });
+        cells[0].equivalence_pct = 2.0;
+        // The default 20% [15%, 25%] behind the best: the best 1/0.8 = +25% ahead of it, the
+        // interval turned over (1/0.85, 1/0.75); not the cell's own +4% against its baseline.
+        cells[0].race = Some(raced("default, beaten", Some((-20.0, -25.0, -15.0))));
+        cells[1].race = Some(raced("best", None));
         assert_eq!(
             headline(&cells),
-            "race: best 16K: +4.0% [+2.0%, +6.0%] faster against the default"
+            "race: best 16K: +25.0% [+17.6%, +33.3%] against the default 8K, better beyond the band"
         );
-        cells[1].race = None;
-        cells[0].race = Some(RaceStanding {
-            standing: "best".into(),
-            ..Default::default()
-        });
+        cells[0].race = Some(raced("in the best set", Some((-1.0, -1.5, -0.5))));
+        assert_eq!(
+            headline(&cells),
+            "race: best 16K: +1.0% [+0.5%, +1.5%] against the default 8K, equivalent within ±2%"
+        );
+        cells[0].race = Some(raced("racing", Some((-5.0, -12.0, 2.0))));
+        assert!(
+            headline(&cells).ends_with(", undecided"),
+            "{}",
+            headline(&cells)
+        );
+        cells[1].race = Some(raced("racing", Some((-3.0, -5.0, -1.0))));
+        cells[0].race = Some(raced("best", None));
         assert_eq!(headline(&cells), "race: the default 8K is the best");
     }
 }

@@ -147,12 +147,9 @@ pub(super) fn standing(
         runs_spent: race.runs_spent,
         full_grid_runs: race.full_grid_runs,
         end: end_text(race, budget_look(export, races)),
-        default_label: race
-            .cells
-            .iter()
-            .find(|c| c.is_default)
-            .map(|c| label(c.cell))
-            .unwrap_or_default(),
+        // The root of the cell's baselines, by which the races are grouped: under settings
+        // variants each variant's baseline is a default too, but not the race's.
+        default_label: label(root(export, cell_index)),
     })
 }
 

@@ -12,7 +12,7 @@ mod fit;
 mod metrics;
 mod own;
 mod race;
-pub use race::{race_json, race_text};
+pub use race::{BestVsDefault, best_vs_default, race_json, race_text};
 pub use series::{series_json, series_text};
 mod scaling;
 mod series;

@@ -15,6 +15,47 @@ fn interval(low: Option<f64>, high: Option<f64>) -> String {
     }
 }
 
+/// The best of a race against its default, from the race's own comparison of the default
+/// with the best (round-blocked, on the log scale, at the last look), turned around: the
+/// default's cell is the race's default (the root of the group's baselines), not the best
+/// cell's own baseline, which under settings variants is its variant's default.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BestVsDefault {
+    DefaultIsBest,
+    Change {
+        /// The best against the default, in %, and its 95% CI.
+        pct: f64,
+        ci95: (f64, f64),
+        /// "better beyond the band" (the default is beaten), "equivalent within ±X%" (the
+        /// default is in the best set) or "undecided" (the default still races).
+        verdict: String,
+    },
+}
+
+/// `raced`: the cells of one race. `None` while the race has no best (or its default has no
+/// comparison with it yet).
+pub fn best_vs_default(raced: &[&CellResult]) -> Option<BestVsDefault> {
+    let default_label = &raced.first()?.race.as_ref()?.default_label;
+    let default = raced.iter().find(|c| &c.label == default_label)?;
+    let d = default.race.as_ref()?;
+    if d.standing == "best" {
+        return Some(BestVsDefault::DefaultIsBest);
+    }
+    let (p, l, h) = (d.vs_best_pct?, d.vs_best_ci95_low?, d.vs_best_ci95_high?);
+    // default / best = 1 + p/100, so best / default = 1 / (1 + p/100); the interval turns over.
+    let turn = |x: f64| 100.0 * (1.0 / (1.0 + x / 100.0) - 1.0);
+    let verdict = match d.standing.as_str() {
+        "default, beaten" => "better beyond the band".to_string(),
+        "in the best set" => format!("equivalent within ±{}%", default.equivalence_pct),
+        _ => "undecided".to_string(),
+    };
+    Some(BestVsDefault::Change {
+        pct: turn(p),
+        ci95: (turn(h), turn(l)),
+        verdict,
+    })
+}
+
 /// The cells that raced, by race (the default's label), in the order of the cells.
 fn groups(cells: &[CellResult]) -> Vec<(&str, Vec<&CellResult>)> {
     let mut out: Vec<(&str, Vec<&CellResult>)> = Vec::new();
@@ -107,22 +148,21 @@ fn group_text(raced: &[&CellResult], default: &str, many: bool, bullet: &str) ->
                 .unwrap_or_default()
         ));
     }
-    if let Some(best) = raced
-        .iter()
-        .find(|c| standing(c) == "best" && !c.is_baseline)
-    {
-        out.push_str(&format!(
-            "{indent}best against the default ({}): {}{}, {}{}\n",
-            best.baseline_label,
-            best.pct_change_vs_baseline.map(pct).unwrap_or_default(),
-            interval(best.pct_change_ci95_low, best.pct_change_ci95_high),
-            best.verdict,
-            best.q_value
-                .map(|q| format!(" (q {})", p_value(q)))
-                .unwrap_or_default()
-        ));
-    } else if raced.iter().any(|c| standing(c) == "best" && c.is_baseline) {
-        out.push_str(&format!("{indent}the default is the best\n"));
+    match best_vs_default(raced) {
+        Some(BestVsDefault::DefaultIsBest) => {
+            out.push_str(&format!("{indent}the default is the best\n"));
+        }
+        Some(BestVsDefault::Change {
+            pct: p,
+            ci95: (l, h),
+            verdict,
+        }) => out.push_str(&format!(
+            "{indent}best against the default ({default}): {} [{}, {}], {verdict}\n",
+            pct(p),
+            pct(l),
+            pct(h)
+        )),
+        None => {}
     }
     let share = if first.full_grid_runs > 0 {
         format!(
@@ -163,7 +203,7 @@ fn group_json(cells: &[&CellResult], default: &str) -> Value {
             Some(json!({
                 "cell_index": c.cell_index,
                 "label": c.label,
-                "is_default": c.is_baseline,
+                "is_default": c.label == default,
                 "standing": r.standing,
                 "dropped_round": r.dropped_round,
                 "vs_best_pct": r.vs_best_pct,
@@ -173,8 +213,19 @@ fn group_json(cells: &[&CellResult], default: &str) -> Value {
             }))
         })
         .collect();
+    let best_vs_default = match best_vs_default(cells) {
+        Some(BestVsDefault::DefaultIsBest) => json!({ "default_is_best": true }),
+        Some(BestVsDefault::Change { pct, ci95, verdict }) => json!({
+            "default_is_best": false,
+            "pct": pct,
+            "ci95": [ci95.0, ci95.1],
+            "verdict": verdict,
+        }),
+        None => Value::Null,
+    };
     json!({
         "default": default,
+        "best_vs_default": best_vs_default,
         "metric": cells[0].metric,
         "end": first.end,
         "rounds": first.rounds,

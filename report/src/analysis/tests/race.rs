@@ -190,3 +190,30 @@ fn each_group_of_cells_sharing_a_default_races_on_its_own() {
     );
     assert!(text.contains("  the default is the best\n"), "{text}");
 }
+
+#[test]
+fn the_best_is_compared_with_the_race_default_not_its_own_baseline() {
+    // Under settings variants a cell's baseline is its variant's default: here 16K's is the
+    // throttled 8K (60 tps), itself compared with the race's default 8K. The best against
+    // the default is 16K against 8K (about +1%), not against its own baseline (about +1600%).
+    let mut e = job(3);
+    e.cells[2].baseline_cell_index = Some(1);
+    e.cells[2].compared_on = "page size".into();
+    e.cells[1].compared_on = "settings variant".into();
+    e.results = cell_results(&e, &Metric::Tps);
+    let r = e.results[2].race.as_ref().expect("race");
+    assert_eq!(
+        (r.standing.as_str(), r.default_label.as_str()),
+        ("best", "8K")
+    );
+    let text = crate::render::race_text(&e.results, "");
+    assert!(
+        text.contains("  best against the default (8K): +1."),
+        "{text}"
+    );
+    let json = crate::render::race_json(&e.results).expect("json");
+    let pct = json[0]["best_vs_default"]["pct"].as_f64().expect("pct");
+    assert!((0.5..2.0).contains(&pct), "{pct}");
+    assert_eq!(json[0]["cells"][0]["is_default"], true);
+    assert_eq!(json[0]["cells"][1]["is_default"], false);
+}

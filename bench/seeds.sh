@@ -10,6 +10,8 @@
 #   BLOCKLAB_BIN_DIR=target/debug bash bench/seeds.sh     # without a release build
 #   SEED_001_WAL_KB="1, 4, 8" bash bench/seeds.sh ...     # seed 001 at fewer WAL sizes (each
 #                                                         # new size is a PostgreSQL build)
+#   RENDER_ONLY=1 bash bench/seeds.sh deploy/specs/seeds/007-*.toml
+#       # the page's job again (from the same catalog), rendered by these binaries; runs nothing
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . deploy/setup.sh
@@ -47,9 +49,24 @@ extra_metrics() {
     001-*) echo "wal_bytes_per_txn disk_write_bytes_per_txn" ;;
     005-*) echo "wal_bytes_per_txn disk_write_bytes_per_txn" ;;
     007-* | 008-*) echo "latency_p99_ms" ;;
+    009-*) echo "wal_bytes_per_txn disk_write_bytes_per_txn" ;;
   esac
 }
 
+# A page's results: the job's table (a probe's is one of its own), then the seed's extra
+# metrics, each its own table and lines (the rest would repeat the first table's sections).
+results_section() {
+  local spec=$1 name=$2 job=$3 metric
+  "$bin/blocklab" results "$job" --format markdown
+  grep -q '^kind = "probe"' "$spec" && return 0
+  for metric in $(extra_metrics "$name"); do
+    echo
+    echo "### $metric"
+    echo
+    "$bin/blocklab" results "$job" --metric "$metric" --format markdown |
+      awk '/^warnings on|^\| metric \||^### / { exit } { print }'
+  done
+}
 for spec in "${specs[@]}"; do
   name=$(basename "$spec" .toml)
   run_spec=$spec
@@ -60,6 +77,20 @@ for spec in "${specs[@]}"; do
     note="Run here at WAL block sizes $SEED_001_WAL_KB KB only (SEED_001_WAL_KB): each other size is one more PostgreSQL build."
   fi
   echo "=== $name"
+  if [ -n "${RENDER_ONLY:-}" ]; then
+    # The page's job again, its header kept: the results and report as this build renders them.
+    job=$(grep -o -m1 'as job `[0-9a-f-]*`' "$out/$name.md" | tr -d '`' | awk '{print $3}')
+    [ -n "$job" ] || { echo "seeds: $out/$name.md names no job" >&2; exit 1; }
+    {
+      sed '/^## Results$/q' "$out/$name.md"
+      echo
+      results_section "$spec" "$name" "$job"
+    } >"$work/$name.md"
+    mv "$work/$name.md" "$out/$name.md"
+    "$bin/blocklab" report "$job" --out "$out/$name.html"
+    echo "--- $name: rendered job $job again"
+    continue
+  fi
   load=$(cut -d ' ' -f 1-3 /proc/loadavg)
   started=$(date -u '+%Y-%m-%d %H:%M UTC')
   t0=$(date +%s)
@@ -79,20 +110,7 @@ for spec in "${specs[@]}"; do
     echo
     echo "## Results"
     echo
-    if grep -q '^kind = "probe"' "$spec"; then
-      # A probe job's results are one table of their own.
-      "$bin/blocklab" results "$job" --format markdown
-    else
-      "$bin/blocklab" results "$job" --format markdown
-      for metric in $(extra_metrics "$name"); do
-        echo
-        echo "### $metric"
-        echo
-        # the metric's own table and its lines; the rest repeats the first table's sections
-        "$bin/blocklab" results "$job" --metric "$metric" --format markdown |
-          awk '/^warnings on|^\| metric \||^### / { exit } { print }'
-      done
-    fi
+    results_section "$spec" "$name" "$job"
   } >"$out/$name.md"
   "$bin/blocklab" report "$job" --out "$out/$name.html"
   echo "--- $name: $wall s; wrote $out/$name.md and $out/$name.html"

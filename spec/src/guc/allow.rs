@@ -67,8 +67,11 @@ pub const ALLOWED_GROUPS: &[&str] = &[
 
 /// Settings `postgres --describe-config` does not list (they are kept out of the sample
 /// file) that a spec may still give: `application_name` (Reporting and Logging / What to
-/// Log), a plain string.
-pub const UNLISTED_ALLOWED: &[&str] = &["application_name"];
+/// Log), a plain string; `debug_io_direct` (PostgreSQL 16 and later, a developer option:
+/// direct I/O for `data`, `wal` and `wal_init` files, the way to measure reads that no
+/// OS page cache serves), a list of those words that the build's own check of the
+/// configuration judges like every other value.
+pub const UNLISTED_ALLOWED: &[&str] = &["application_name", "debug_io_direct"];
 
 /// What the allowed groups hold, for messages.
 pub const ALLOWED_SUMMARY: &str = "memory, disk, kernel resources, background writer, I/O and \

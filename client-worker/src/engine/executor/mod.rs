@@ -25,7 +25,7 @@ use mio::{Events, Token};
 pub(crate) use waits::{io_pending, register, sleep_until, take_readiness, within};
 
 /// Readiness bits a socket's futures use ([`take_readiness`]).
-pub(crate) use waits::{READABLE, WRITABLE};
+pub(crate) use waits::{READ_CLOSED, READABLE, WRITABLE};
 
 /// The timer's token; sockets take their task's index.
 const ALARM: Token = Token(usize::MAX - 1);
@@ -74,7 +74,9 @@ impl Executor {
             .map(|f| Task {
                 fut: Some(Box::pin(f)),
                 queued: true,
-                ready: 0,
+                // Readiness reported after an earlier run's task finished is not known: a
+                // socket carried over tries its first read and write.
+                ready: READABLE | WRITABLE,
                 deadline: None,
             })
             .collect();
@@ -161,6 +163,9 @@ impl Executor {
                 };
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                     task.ready |= READABLE;
+                }
+                if ev.is_read_closed() || ev.is_error() {
+                    task.ready |= READ_CLOSED;
                 }
                 if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
                     task.ready |= WRITABLE;

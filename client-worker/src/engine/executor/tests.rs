@@ -37,6 +37,35 @@ fn a_task_waiting_on_its_socket_resumes_when_the_peer_writes() {
 }
 
 #[test]
+fn the_end_of_stream_after_the_last_bytes_is_seen() {
+    // The bytes and the end of stream come in one edge, while the task sleeps: the short
+    // read of the bytes must not make the socket wait for another edge.
+    let mut ex = Executor::new().unwrap();
+    let (ours, mut theirs) = UnixStream::pair().unwrap();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        theirs.write_all(b"last words").unwrap();
+    });
+    let out = ex
+        .run([async move {
+            let mut s = Polled::unix(ours).unwrap();
+            let mut buf = BytesMut::new();
+            let t = Instant::now();
+            // Nothing yet: the socket would block.
+            assert!(within(t, s.read_buf(&mut buf)).await.is_none());
+            sleep_until(t + Duration::from_millis(60)).await;
+            let read_all = async { while s.read_buf(&mut buf).await.unwrap() > 0 {} };
+            let ended = within(Instant::now() + Duration::from_secs(5), read_all).await;
+            (ended.is_some(), buf)
+        }])
+        .unwrap();
+    writer.join().unwrap();
+    let (ended, buf) = &out[0];
+    assert!(ended, "the end of stream was not seen");
+    assert_eq!(&buf[..], b"last words");
+}
+
+#[test]
 fn a_deadline_wakes_a_sleeping_task_on_time() {
     let mut ex = Executor::new().unwrap();
     // Several tasks, each sleeping a few times for a fraction of a millisecond more than

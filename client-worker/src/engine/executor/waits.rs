@@ -22,6 +22,9 @@ use mio::{Interest, Registry, Token};
 /// The readiness bits the poller reported for a task.
 pub(crate) const READABLE: u8 = 1;
 pub(crate) const WRITABLE: u8 = 2;
+/// The peer closed its side or the socket has an error: what a read would return, end of
+/// stream or the error, stays there however often it is read.
+pub(crate) const READ_CLOSED: u8 = 4;
 
 const NO_TASK: usize = usize::MAX;
 
@@ -102,6 +105,8 @@ pub(crate) fn register(source: &mut dyn Source) -> io::Result<Token> {
             Interest::READABLE | Interest::WRITABLE,
         )
     })?;
+    // What was reported for the task's earlier socket is not this one's.
+    READY.set(0);
     Ok(token)
 }
 

@@ -7,7 +7,9 @@
 //! After a read that drained the socket (it returned less than it asked for) or one that
 //! would block, the socket is not read again until the poller reports it readable, so a
 //! client waiting for a reply goes straight to the poller, without a read system call that
-//! could only block. Bytes are read into a buffer of the connection's own, initialized once,
+//! could only block. Once the poller reported the peer's end of stream (or an error), the
+//! socket is always read: that edge comes once, and a short read of the last bytes does not
+//! consume it. Bytes are read into a buffer of the connection's own, initialized once,
 //! and copied to the connection's input: only what arrived is copied.
 
 use std::io::{self, Read, Write};
@@ -20,7 +22,9 @@ use mio::Token;
 use mio::event::Source;
 use mio::net::{TcpStream, UnixStream};
 
-use crate::engine::executor::{READABLE, WRITABLE, io_pending, register, take_readiness};
+use crate::engine::executor::{
+    READ_CLOSED, READABLE, WRITABLE, io_pending, register, take_readiness,
+};
 
 /// What one read asks the socket for.
 const READ_CHUNK: usize = 16 * 1024;
@@ -61,6 +65,8 @@ pub struct Polled {
     readable: bool,
     /// The socket may take bytes (false once a write would block).
     writable: bool,
+    /// The peer's end of stream or an error was reported: reads never wait.
+    read_closed: bool,
     scratch: Box<[u8]>,
 }
 
@@ -99,6 +105,7 @@ impl Polled {
             token,
             readable: true,
             writable: true,
+            read_closed: false,
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
         })
     }
@@ -124,7 +131,8 @@ impl Polled {
                 }
                 match self.sock.read(&mut self.scratch) {
                     Ok(n) => {
-                        self.readable = n == self.scratch.len();
+                        self.read_closed |= take_readiness(READ_CLOSED);
+                        self.readable = n == self.scratch.len() || self.read_closed;
                         buf.extend_from_slice(&self.scratch[..n]);
                         return Poll::Ready(Ok(n));
                     }

@@ -126,6 +126,37 @@ fn tasks_finish_in_any_order_and_outputs_keep_theirs() {
 }
 
 #[test]
+fn a_socket_passed_to_another_task_wakes_that_task() {
+    let mut ex = Executor::new().unwrap();
+    let (ours, mut theirs) = UnixStream::pair().unwrap();
+    // Opened by the first task of one run (token 0), read by the second of the next.
+    let mut opened = ex
+        .run([async move { Some(Polled::unix(ours).unwrap()) }])
+        .unwrap();
+    let s = opened.pop().unwrap();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(30));
+        theirs.write_all(b"ping").unwrap();
+        theirs
+    });
+    let out = ex
+        .run([None, s].into_iter().map(|s| async move {
+            let Some(mut s) = s else {
+                sleep_until(Instant::now() + Duration::from_millis(5)).await;
+                return BytesMut::new();
+            };
+            let mut buf = BytesMut::new();
+            while buf.len() < 4 {
+                s.read_buf(&mut buf).await.unwrap();
+            }
+            buf
+        }))
+        .unwrap();
+    drop(writer.join().unwrap());
+    assert_eq!(&out[1][..], b"ping");
+}
+
+#[test]
 #[should_panic(expected = "pending with neither a socket nor a deadline")]
 fn a_task_pending_on_nothing_is_caught() {
     let mut ex = Executor::new().unwrap();

@@ -33,7 +33,8 @@ pub struct Session {
 }
 
 impl Session {
-    /// Connects and, under the prepared protocol, prepares every script's statements.
+    /// Connects and, under the prepared protocol, prepares every script's statements. Both
+    /// run on the load thread's executor ([`crate::engine::executor`]).
     pub async fn open(plan: &Plan) -> Result<Session, WorkerError> {
         let mut s = Session::connect(plan).await?;
         s.prepare(plan).await;
@@ -42,12 +43,13 @@ impl Session {
 
     /// Connects only (the connection time `-C` counts apart from the latency).
     pub async fn connect(plan: &Plan) -> Result<Session, WorkerError> {
-        let conn = startup::connect(&plan.target)
-            .await
-            .map_err(|e| WorkerError::Connect {
-                target: plan.target.display.clone(),
-                reason: e.to_string(),
-            })?;
+        let conn =
+            startup::connect_polled(&plan.target)
+                .await
+                .map_err(|e| WorkerError::Connect {
+                    target: plan.target.display.clone(),
+                    reason: e.to_string(),
+                })?;
         let mut frames = Vec::with_capacity(plan.scripts.scripts.len());
         if plan.protocol == Protocol::Extended {
             for s in &plan.scripts.scripts {

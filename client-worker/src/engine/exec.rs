@@ -4,9 +4,9 @@
 use std::time::{Duration, Instant};
 
 use crate::engine::client::{ResultRows, Session};
+use crate::engine::executor::sleep_until;
 use crate::engine::pgwire::{DEADLOCK_DETECTED, SERIALIZATION_FAILURE, SqlError};
 use crate::engine::plan::Plan;
-use crate::engine::timer::sleep_until;
 use blocklab_script::expr::{EvalCtx, EvalError, Expr, Value};
 use blocklab_script::parse::{Command, ResultSet, SleepArg};
 use blocklab_script::prng::PgPrng;
@@ -113,12 +113,16 @@ impl ClientState {
             .map_err(|EvalError(message)| TxnError::Abort { step, message })
     }
 
-    fn record(&mut self, script: usize, step: usize, started: Option<Instant>) {
-        let Some(started) = started else { return };
+    /// Counts the latency of a step from `started` (with `-r`); returns the clock reading
+    /// it ended at, which is when the next step starts.
+    fn record(&mut self, script: usize, step: usize, started: Option<Instant>) -> Option<Instant> {
+        let started = started?;
+        let now = Instant::now();
         if let Some(s) = self.steps.get_mut(script).and_then(|v| v.get_mut(step)) {
-            s.sum_us += started.elapsed().as_secs_f64() * 1e6;
+            s.sum_us += (now - started).as_secs_f64() * 1e6;
             s.count += 1;
         }
+        Some(now)
     }
 
     /// Counts a failed (`retry` false) or retried transaction on the command it failed in.
@@ -144,9 +148,15 @@ impl ClientState {
         // The steps of the commands queued in the open pipeline.
         let mut pipeline: Option<Vec<usize>> = None;
         let mut pc = 0;
+        let mut ended: Option<Instant> = None;
         while pc < steps.len() {
-            // Clock reads only when per-statement latencies are wanted (-r).
-            let started = plan.per_statement.then(Instant::now);
+            // Clock reads only when per-statement latencies are wanted (-r); a step starts
+            // when the one before it was counted as ended.
+            let started = if plan.per_statement {
+                Some(ended.take().unwrap_or_else(Instant::now))
+            } else {
+                None
+            };
             let abort = |message: String| TxnError::Abort { step: pc, message };
             match &steps[pc].command {
                 Command::Sql(cmd) => {
@@ -170,7 +180,7 @@ impl ClientState {
                     } else {
                         let res = session.sql(plan.protocol, (si, pc), cmd, &self.vars).await;
                         if res.is_ok() {
-                            self.record(si, pc, started);
+                            ended = self.record(si, pc, started);
                         }
                         self.finish_sql(cmd.result_set.as_ref(), pc, res)?;
                     }
@@ -210,7 +220,7 @@ impl ClientState {
                 }
                 Command::If(e, next) => {
                     if !self.eval(e, si, pc)?.truth() {
-                        self.record(si, pc, started);
+                        ended = self.record(si, pc, started);
                         pc = self.branch(steps, *next, si)?;
                         continue;
                     }
@@ -261,12 +271,10 @@ impl ClientState {
                         Command::SetShell(v, _) => Some(v.as_str()),
                         _ => None,
                     };
-                    crate::engine::shell::run(&mut self.vars, var, argv)
-                        .await
-                        .map_err(abort)?;
+                    crate::engine::shell::run(&mut self.vars, var, argv).map_err(abort)?;
                 }
             }
-            self.record(si, pc, started);
+            ended = self.record(si, pc, started);
             pc += 1;
         }
         if pipeline.is_some() {

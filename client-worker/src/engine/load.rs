@@ -1,4 +1,4 @@
-//! Running a load: clients spread over OS threads (one current-thread runtime each), all
+//! Running a load: clients spread over OS threads (one executor each), all
 //! connected before a common start (or the coordinator's go), an optional warm-up, then
 //! the measured window or a number of transactions per client.
 

@@ -1,7 +1,7 @@
 //! The pgbench load engine: scripts planned from `blocklab_script`'s parse ([`plan`]),
 //! sessions on the engine's own wire path ([`client`], [`pgwire`]), one transaction of a script
 //! ([`exec`], [`shell`]), one client's loop (`txloop`), client threads ([`thread`],
-//! [`shared`]) and the run ([`options`], [`load`], [`control`]), measurements ([`stats`]), reports
+//! [`shared`], each running its clients on its own executor, `executor`) and the run ([`options`], [`load`], [`control`]), measurements ([`stats`]), reports
 //! ([`report`], [`summary`], [`progress`], [`live`]), transaction logs ([`txlog`]),
 //! and the window and step terms of the other workload kinds ([`window`]).
 //! The TPC-C-like and AS3AP-like workloads use its control, statistics and live reporter.
@@ -9,6 +9,7 @@
 pub mod client;
 pub mod control;
 pub mod exec;
+mod executor;
 pub mod live;
 pub mod load;
 pub mod options;
@@ -21,7 +22,6 @@ mod shell;
 pub mod stats;
 pub mod summary;
 pub mod thread;
-mod timer;
 pub mod txlog;
 mod txloop;
 pub mod window;

@@ -1,9 +1,10 @@
 //! `\shell` and `\setshell` (standalone mode only): the command runs from its argv, never
-//! through a shell; `:name` words are replaced by variable values, `::x` gives `:x`.
+//! through a shell; `:name` words are replaced by variable values, `::x` gives `:x`. It
+//! blocks the load thread until it exits, as pgbench's system() and popen() do.
 
 use blocklab_script::vars::Variables;
 
-pub async fn run(vars: &mut Variables, set: Option<&str>, argv: &[String]) -> Result<(), String> {
+pub fn run(vars: &mut Variables, set: Option<&str>, argv: &[String]) -> Result<(), String> {
     let mut args = Vec::with_capacity(argv.len());
     for a in argv {
         if let Some(rest) = a.strip_prefix("::") {
@@ -18,12 +19,11 @@ pub async fn run(vars: &mut Variables, set: Option<&str>, argv: &[String]) -> Re
             args.push(a.clone());
         }
     }
-    let mut cmd = tokio::process::Command::new(&args[0]);
+    let mut cmd = std::process::Command::new(&args[0]);
     cmd.args(&args[1..]).stdin(std::process::Stdio::null());
     let Some(var) = set else {
         let status = cmd
             .status()
-            .await
             .map_err(|e| format!("\\shell: could not run \"{}\": {e}", args[0]))?;
         if !status.success() {
             return Err(format!("\\shell command failed: {status}"));
@@ -33,7 +33,6 @@ pub async fn run(vars: &mut Variables, set: Option<&str>, argv: &[String]) -> Re
     let out = cmd
         .stderr(std::process::Stdio::inherit())
         .output()
-        .await
         .map_err(|e| format!("\\setshell: could not run \"{}\": {e}", args[0]))?;
     if !out.status.success() {
         return Err(format!("\\setshell command failed: {}", out.status));

@@ -4,6 +4,11 @@
 //! latency), run the script with retries of serialization failures and deadlocks, count
 //! and log the outcome, disconnect under `-C`. Other SQL errors and script errors abort
 //! the client unless the run continues on errors.
+//!
+//! The loop runs as a task of its load thread's executor (`crate::engine::executor`): it
+//! waits only on its own socket and on instants. The clock is read once per event: the
+//! reading that decides whether another transaction starts is also its start, and the one
+//! that ends a wait or a connection starts what follows.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,10 +17,10 @@ use std::time::{Duration, Instant};
 use crate::engine::client::Session;
 use crate::engine::control::Timeline;
 use crate::engine::exec::{ClientState, TxnError};
+use crate::engine::executor::sleep_until;
 use crate::engine::plan::Plan;
 use crate::engine::shared::ThreadShared;
 use crate::engine::stats::{ClientStats, FailureKind};
-use crate::engine::timer::sleep_until;
 use crate::engine::txlog::{TxOutcome, TxRecord};
 
 /// Where a client runs: the run, its thread, the thread's measurements, the timeline and
@@ -42,8 +47,13 @@ impl Ctx<'_> {
         self.stopped() || self.tl.end.is_some_and(|e| Instant::now() >= e)
     }
 
-    fn over(&self, cnt: u64) -> bool {
-        self.timer_exceeded()
+    /// [`Ctx::timer_exceeded`] with the clock read at `now`.
+    fn exceeded_at(&self, now: Instant) -> bool {
+        self.stopped() || self.tl.end.is_some_and(|e| now >= e)
+    }
+
+    fn over_at(&self, cnt: u64, now: Instant) -> bool {
+        self.exceeded_at(now)
             || (self.plan.transactions_per_client > 0 && cnt >= self.plan.transactions_per_client)
     }
 
@@ -66,7 +76,8 @@ pub(crate) async fn client_loop(
     let plan = cx.plan;
     let limit = plan.latency_limit_us.map(Duration::from_micros);
     loop {
-        if cx.over(st.cnt) {
+        let mut now = Instant::now();
+        if cx.over_at(st.cnt, now) {
             return session;
         }
         let si = cx.shared.choose(|r| plan.scripts.choose(r));
@@ -76,7 +87,7 @@ pub(crate) async fn client_loop(
                 let sched = loop {
                     let sched = cx.shared.next_scheduled(delay);
                     match limit {
-                        Some(l) if sched + l < Instant::now() => {
+                        Some(l) if sched + l < now => {
                             if sched >= cx.tl.window_start {
                                 cx.stats().skipped += 1;
                                 if plan.track_live {
@@ -85,7 +96,7 @@ pub(crate) async fn client_loop(
                                 log(cx, st, si, TxOutcome::Skipped, 0.0, 1);
                             }
                             st.cnt += 1;
-                            if cx.over(st.cnt) {
+                            if cx.over_at(st.cnt, now) {
                                 return session;
                             }
                         }
@@ -95,19 +106,23 @@ pub(crate) async fn client_loop(
                 if cx.tl.end.is_some_and(|e| sched > e) {
                     return session;
                 }
-                sleep_until(sched).await;
-                if cx.timer_exceeded() {
-                    return session;
+                if sched > now {
+                    sleep_until(sched).await;
+                    now = Instant::now();
+                    if cx.exceeded_at(now) {
+                        return session;
+                    }
                 }
                 Some(sched)
             }
         };
-        let counted = scheduled.unwrap_or_else(Instant::now) >= cx.tl.window_start;
+        let counted = scheduled.unwrap_or(now) >= cx.tl.window_start;
         if session.is_none() {
-            let t0 = Instant::now();
+            let t0 = now;
             session = connect(cx, st).await;
+            now = Instant::now();
             if counted {
-                cx.stats().conn_us += us(t0.elapsed());
+                cx.stats().conn_us += us(now - t0);
             }
             if session.is_none() {
                 if !cx.timer_exceeded() {
@@ -121,7 +136,7 @@ pub(crate) async fn client_loop(
             }
         }
         let s = session.as_mut().expect("connected above");
-        let begin = Instant::now();
+        let begin = now;
         let sched = scheduled.unwrap_or(begin);
         s.prepare(plan).await;
         let saved = st.rng;
@@ -284,7 +299,7 @@ async fn connect(cx: &Ctx<'_>, st: &ClientState) -> Option<Session> {
             }
             Err(e) => {
                 tracing::warn!(client = st.id, error = %e, "reconnect failed");
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                sleep_until(Instant::now() + Duration::from_millis(200)).await;
             }
         }
     }

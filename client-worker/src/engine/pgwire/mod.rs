@@ -4,10 +4,15 @@
 //! takes every byte the socket has (a short read also tells the runtime the socket is
 //! drained, so the next wait goes straight to the poller).
 //!
+//! A connection's socket is either a tokio one (the TPC-C-like and AS3AP-like drivers, on
+//! the multi-thread runtime) or one driven by the pgbench engine's load thread executor
+//! ([`polled`]); the protocol code above the socket is the same for both.
+//!
 //! [`startup`] opens the connection (TCP or a Unix socket, trust, password, md5 or
 //! SCRAM-SHA-256); [`request`] encodes a script's SQL commands; [`query`] runs the workload
 //! drivers' prepared statements.
 
+pub mod polled;
 pub mod query;
 pub mod request;
 pub mod startup;
@@ -132,6 +137,8 @@ fn io_error(e: &std::io::Error) -> SqlError {
 pub enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    /// A socket of the pgbench engine's load thread executor.
+    Polled(polled::Polled),
 }
 
 /// One connection after its startup: the socket and its two buffers.
@@ -173,6 +180,7 @@ impl Conn {
         let r = match &mut self.stream {
             Stream::Tcp(s) => s.write_all(&self.out).await,
             Stream::Unix(s) => s.write_all(&self.out).await,
+            Stream::Polled(s) => s.write_all(&self.out).await,
         };
         self.out.clear();
         r.map_err(|e| {
@@ -201,6 +209,7 @@ impl Conn {
             let r = match &mut self.stream {
                 Stream::Tcp(s) => s.read_buf(&mut self.input).await,
                 Stream::Unix(s) => s.read_buf(&mut self.input).await,
+                Stream::Polled(s) => s.read_buf(&mut self.input).await,
             };
             match r {
                 Ok(0) => {
@@ -246,6 +255,7 @@ impl Conn {
         let _ = match &mut self.stream {
             Stream::Tcp(s) => s.shutdown().await,
             Stream::Unix(s) => s.shutdown().await,
+            Stream::Polled(s) => s.shutdown(),
         };
     }
 }

@@ -3,8 +3,15 @@
 //! trust, cleartext, md5 or SCRAM-SHA-256 authentication, up to the first ReadyForQuery.
 //! TLS is not offered (`sslmode=require` is refused), as the fleet's loopback and LAN
 //! benchmarks run without it.
+//!
+//! [`connect`] opens a tokio socket (the workload drivers). [`connect_polled`] opens one for
+//! the pgbench engine's load thread executor: the socket connects blocking, as libpq's
+//! connect does in pgbench, then turns non-blocking and the startup runs on the executor.
+//! Both give up after the conninfo's connect timeout (15 s if none).
 
-use std::time::Duration;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use postgres_protocol::authentication::md5_hash;
 use postgres_protocol::authentication::sasl::{ChannelBinding, SCRAM_SHA_256, ScramSha256};
@@ -13,23 +20,40 @@ use postgres_protocol::message::frontend;
 use tokio::net::{TcpStream, UnixStream};
 use tokio_postgres::config::{Host, SslMode};
 
+use super::polled::Polled;
 use super::{Conn, SqlError, Stream};
 use crate::conn::Target;
+use crate::engine::executor::within;
 
-/// Connects to `target` within its connect timeout.
-pub async fn connect(target: &Target) -> Result<Conn, SqlError> {
-    let timeout = target
+fn connect_timeout(target: &Target) -> Duration {
+    target
         .config
         .get_connect_timeout()
         .copied()
-        .unwrap_or(Duration::from_secs(15));
-    match tokio::time::timeout(timeout, connect_any(target)).await {
+        .unwrap_or(Duration::from_secs(15))
+}
+
+fn timed_out() -> SqlError {
+    SqlError::Connection("timeout expired".into())
+}
+
+/// Connects to `target` within its connect timeout, on the tokio runtime.
+pub async fn connect(target: &Target) -> Result<Conn, SqlError> {
+    match tokio::time::timeout(connect_timeout(target), connect_any(target)).await {
         Ok(r) => r,
-        Err(_) => Err(SqlError::Connection("timeout expired".into())),
+        Err(_) => Err(timed_out()),
     }
 }
 
-async fn connect_any(target: &Target) -> Result<Conn, SqlError> {
+/// Where one host of the conninfo is reached.
+enum Addr {
+    Ip(IpAddr, u16),
+    Name(String, u16),
+    Socket(PathBuf),
+}
+
+/// The conninfo's hosts in order.
+fn addresses(target: &Target) -> Result<Vec<Addr>, SqlError> {
     let c = &target.config;
     if c.get_ssl_mode() == SslMode::Require {
         return Err(SqlError::Connection(
@@ -40,29 +64,45 @@ async fn connect_any(target: &Target) -> Result<Conn, SqlError> {
     let ports = c.get_ports();
     let addrs = c.get_hostaddrs();
     let n = hosts.len().max(addrs.len()).max(1);
-    let mut last = SqlError::Connection("no host to connect to".into());
-    for i in 0..n {
-        let port = ports
-            .get(i)
-            .or_else(|| ports.first())
-            .copied()
-            .unwrap_or(5432);
-        let stream = match (addrs.get(i), hosts.get(i)) {
-            (Some(ip), _) => TcpStream::connect((*ip, port)).await.map(tcp),
-            (None, Some(Host::Tcp(h))) => TcpStream::connect((h.as_str(), port)).await.map(tcp),
-            (None, Some(Host::Unix(dir))) => {
-                UnixStream::connect(dir.join(format!(".s.PGSQL.{port}")))
-                    .await
-                    .map(Stream::Unix)
+    Ok((0..n)
+        .map(|i| {
+            let port = ports
+                .get(i)
+                .or_else(|| ports.first())
+                .copied()
+                .unwrap_or(5432);
+            match (addrs.get(i), hosts.get(i)) {
+                (Some(ip), _) => Addr::Ip(*ip, port),
+                (None, Some(Host::Tcp(h))) => Addr::Name(h.clone(), port),
+                (None, Some(Host::Unix(dir))) => Addr::Socket(dir.join(format!(".s.PGSQL.{port}"))),
+                (None, None) => Addr::Name("localhost".into(), port),
             }
-            (None, None) => TcpStream::connect(("localhost", port)).await.map(tcp),
+        })
+        .collect())
+}
+
+fn no_host() -> SqlError {
+    SqlError::Connection("no host to connect to".into())
+}
+
+fn connect_error(e: &std::io::Error) -> SqlError {
+    SqlError::Connection(format!("error connecting to server: {e}"))
+}
+
+async fn connect_any(target: &Target) -> Result<Conn, SqlError> {
+    let mut last = no_host();
+    for addr in addresses(target)? {
+        let stream = match &addr {
+            Addr::Ip(ip, port) => TcpStream::connect((*ip, *port)).await.map(tcp),
+            Addr::Name(h, port) => TcpStream::connect((h.as_str(), *port)).await.map(tcp),
+            Addr::Socket(path) => UnixStream::connect(path).await.map(Stream::Unix),
         };
         match stream {
             Ok(s) => match startup(Conn::new(s), target).await {
                 Ok(conn) => return Ok(conn),
                 Err(e) => last = e,
             },
-            Err(e) => last = SqlError::Connection(format!("error connecting to server: {e}")),
+            Err(e) => last = connect_error(&e),
         }
     }
     Err(last)
@@ -72,6 +112,49 @@ fn tcp(s: TcpStream) -> Stream {
     // As libpq: requests go out at once.
     let _ = s.set_nodelay(true);
     Stream::Tcp(s)
+}
+
+/// Connects to `target` within its connect timeout, from a task of the load thread's
+/// executor (the socket is registered with the thread's poller).
+pub async fn connect_polled(target: &Target) -> Result<Conn, SqlError> {
+    let deadline = Instant::now() + connect_timeout(target);
+    let mut last = no_host();
+    for addr in addresses(target)? {
+        match connect_blocking(&addr, deadline) {
+            Ok(s) => match within(deadline, startup(Conn::new(Stream::Polled(s)), target)).await {
+                Some(Ok(conn)) => return Ok(conn),
+                Some(Err(e)) => last = e,
+                None => return Err(timed_out()),
+            },
+            Err(_) if Instant::now() >= deadline => return Err(timed_out()),
+            Err(e) => last = connect_error(&e),
+        }
+    }
+    Err(last)
+}
+
+/// A socket connected to `addr` before `deadline`, blocking the thread meanwhile.
+fn connect_blocking(addr: &Addr, deadline: Instant) -> std::io::Result<Polled> {
+    let resolved: Vec<SocketAddr> = match addr {
+        Addr::Ip(ip, port) => vec![SocketAddr::new(*ip, *port)],
+        Addr::Name(h, port) => (h.as_str(), *port).to_socket_addrs()?.collect(),
+        Addr::Socket(path) => return Polled::unix(std::os::unix::net::UnixStream::connect(path)?),
+    };
+    let mut last = std::io::Error::new(
+        std::io::ErrorKind::NotFound,
+        "the host name resolves to no address",
+    );
+    for a in resolved {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        match std::net::TcpStream::connect_timeout(&a, left) {
+            Ok(s) => return Polled::tcp(s),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 fn encode(r: std::io::Result<()>) -> Result<(), SqlError> {

@@ -58,6 +58,8 @@ fn every_seed_spec_validates_and_names_its_seed() {
             "006-ssd-4k-vs-8k-updates.toml",
             "007-wal-4k-race-inserts.toml",
             "008-wal-4k-race-tpcb.toml",
+            "009-wal-4k-vs-8k-over-versions.toml",
+            "010-pg18-io-methods-cold-scans.toml",
         ]
     );
     for (file, spec) in &g {
@@ -83,6 +85,8 @@ fn each_seed_spec_is_its_sources_experiment() {
             "tpcc",
             "maintenance",
             "probe",
+            "pgbench",
+            "pgbench",
             "pgbench",
             "pgbench",
             "pgbench",
@@ -144,4 +148,34 @@ fn each_seed_spec_is_its_sources_experiment() {
         assert_eq!(plan.cells.len(), 4 * 2 * 3);
         assert_eq!(plan.cells.iter().filter(|c| c.is_baseline).count(), 3);
     }
+
+    // WAL 4K against 8K within each of 15, 17 and 18, as a series in that order.
+    let versions = bench(&g, "009");
+    assert_eq!(versions.series, ["pg15", "pg17", "pg18"]);
+    let names: Vec<&str> = versions.sources.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names.len(), 3);
+    for n in ["pg15", "pg17", "pg18"] {
+        assert!(names.contains(&n), "{names:?}");
+    }
+    assert_eq!(versions.wal_block_sizes_kb, [4, 8]);
+    assert_eq!(versions.clients, [1]);
+    assert_eq!(versions.plan().cells.len(), 6);
+
+    // PostgreSQL 18's io_method as settings variants x 8K, 16K and 32K data pages.
+    let io = bench(&g, "010");
+    assert_eq!(io.block_sizes_kb, [8, 16, 32]);
+    let methods: Vec<String> = io
+        .settings_variants
+        .iter()
+        .map(|(name, settings)| {
+            assert_eq!(settings, &[("io_method".to_string(), name.clone())]);
+            name.clone()
+        })
+        .collect();
+    assert_eq!(methods.len(), 3);
+    for m in ["sync", "worker", "io_uring"] {
+        assert!(methods.iter().any(|n| n == m), "{methods:?}");
+    }
+    assert!(io.layout.cold && io.layout.drop_os_cache);
+    assert_eq!(io.plan().cells.len(), 9);
 }

@@ -100,6 +100,7 @@ fetch_older_orig() {
       rm -f "$tmp/$dsc"
       continue
     fi
+    sum="" name=""
     read -r sum _ name < <(awk '/^Checksums-Sha256:/{f=1;next} /^[^ ]/{f=0} f&&/orig\.tar\.[a-z0-9]+$/{print $1, $2, $3; exit}' "$tmp/$dsc")
     [ -n "${name:-}" ] || continue
     echo "setup: postgresql-$major=$newest is not served; fetching $major.$m ($dsc, signature good)" >&2

@@ -135,6 +135,7 @@ impl Maker<'_> {
                 .arg("-f")
                 .arg(super::recipe::MAKEFILE)
                 .arg(format!("-j{}", self.make_jobs))
+                .args(store.make_args().iter().copied())
                 .arg("all"),
         );
         store.zero_stats().await;

@@ -11,12 +11,10 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{Any, AnyConnection, AnyPool, Executor, Transaction};
 
 use super::error::CatalogError;
+use super::migrations::{POSTGRES_MIGRATOR, SQLITE_MIGRATOR};
 
 /// Connections of a catalog's read pool.
 pub const READERS: usize = 4;
-
-static SQLITE_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
-static POSTGRES_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
 /// The schemes a `--catalog` URL may have.
 pub const SCHEMES: &str = "sqlite://PATH, postgres://USER@HOST:PORT/DB or postgresql://...";

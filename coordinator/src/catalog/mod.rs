@@ -25,6 +25,7 @@ pub mod job_results;
 mod jobs;
 mod lease;
 pub mod lock;
+mod migrations;
 mod probes;
 mod rows;
 mod runs;

@@ -70,7 +70,6 @@ impl HostRecord {
 }
 
 /// A `jobs` row as stored.
-#[derive(sqlx::FromRow)]
 struct JobRow {
     job_id: String,
     name: String,
@@ -89,6 +88,30 @@ struct JobRow {
     runs_total: i64,
     runs_done: i64,
     runs_failed: i64,
+}
+
+impl FromRow<'_, AnyRow> for JobRow {
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        Ok(Self {
+            job_id: row.try_get("job_id")?,
+            name: row.try_get("name")?,
+            state: row.try_get("state")?,
+            error: row.try_get("error")?,
+            db_host_id: row.try_get("db_host_id")?,
+            created_at: row.try_get("created_at")?,
+            spec_toml: row.try_get("spec_toml")?,
+            seed: row.try_get("seed")?,
+            kind: row.try_get("kind")?,
+            workload: row.try_get("workload")?,
+            headline_metric: row.try_get("headline_metric")?,
+            waiting: row.try_get("waiting")?,
+            build_progress: row.try_get("build_progress")?,
+            rerun_of: row.try_get("rerun_of")?,
+            runs_total: row.try_get("runs_total")?,
+            runs_done: row.try_get("runs_done")?,
+            runs_failed: row.try_get("runs_failed")?,
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -190,7 +213,6 @@ pub struct RunRecord {
 
 /// The columns of `runs` that every read of a run uses: its place in the job, its attempt,
 /// where it is and what it ran on. The run listing and the export both read them through this.
-#[derive(sqlx::FromRow)]
 pub(super) struct RunRow {
     pub run_id: String,
     pub cell_index: i64,
@@ -204,6 +226,25 @@ pub(super) struct RunRow {
     pub wal_block_size: Option<i64>,
     pub build_key: Option<String>,
     pub build_reused: Option<i64>,
+}
+
+impl FromRow<'_, AnyRow> for RunRow {
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        Ok(Self {
+            run_id: row.try_get("run_id")?,
+            cell_index: row.try_get("cell_index")?,
+            repetition: row.try_get("repetition")?,
+            sequence: row.try_get("sequence")?,
+            attempt: row.try_get("attempt")?,
+            state: row.try_get("state")?,
+            stage: row.try_get("stage")?,
+            error: row.try_get("error")?,
+            block_size: row.try_get("block_size")?,
+            wal_block_size: row.try_get("wal_block_size")?,
+            build_key: row.try_get("build_key")?,
+            build_reused: row.try_get("build_reused")?,
+        })
+    }
 }
 
 impl RunRow {

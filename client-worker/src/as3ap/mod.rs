@@ -32,7 +32,8 @@
 //!
 //! `load` creates, COPYs and indexes (OSDB's order; the key btrees unique and clustered,
 //! `_h` indexes hash); `single-user` runs OSDB's list ([`list::single_user_list`]) and
-//! restores the tables; `run` drives the `mixed-ir` or `mixed-oltp` mix ([`multi`]).
+//! restores the tables; `run` drives the `mixed-ir` or `mixed-oltp` mix ([`multi`]), its
+//! users split over load threads, each running its share on its own executor (`users`).
 
 mod cross;
 mod generate;
@@ -42,6 +43,7 @@ mod multi;
 mod queries;
 mod result;
 mod schema;
+mod users;
 
 use std::time::Instant;
 

@@ -27,6 +27,9 @@ pub struct WindowParams {
     /// First client id of this worker's share.
     pub client_id_offset: u32,
     pub protocol: Protocol,
+    /// The load threads the clients are split over, each running its share on its own
+    /// executor; 0: as many as the machine has cores. At most one a client.
+    pub threads: u32,
 }
 
 /// This worker's share of a step outside the window: part `part` (0-based) of `parts`.

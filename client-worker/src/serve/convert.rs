@@ -217,6 +217,9 @@ pub fn window_params(t: &RunLoadTask, protocol: Protocol) -> WindowParams {
         random_seed: t.random_seed,
         client_id_offset: t.client_id_offset,
         protocol,
+        // The task's `threads` is pgbench's `-j`: for these kinds the coordinator sends one
+        // a client, so the worker takes as many as it has cores.
+        threads: 0,
     }
 }
 

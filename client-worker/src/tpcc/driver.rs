@@ -1,13 +1,17 @@
 //! The terminals of a run: each with its own connection, home warehouse and district, the
 //! standard mix dealt from a shuffled deck, optional keying and thinking times, and its
-//! measurements of the window.
+//! measurements of the window. A terminal is a task of its load thread's executor
+//! ([`super::thread`]): it waits only on its own socket or, keying and thinking, on the
+//! executor's timer, in steps short enough to notice cancellation.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::rand::Rng;
 use super::txn::{Outcome, Terminal};
+use crate::engine::executor::sleep_until;
 use crate::engine::stats::{ClientStats, SecondAcc, SharedSeries};
 use crate::error::WorkerError;
 
@@ -31,12 +35,12 @@ const THINK_S: [f64; KINDS] = [12.0, 12.0, 10.0, 5.0, 5.0];
 pub struct Timeline {
     pub window_start: Instant,
     pub end: Instant,
-    pub window_seconds: usize,
 }
 
-/// What every terminal shares: the cancellation flag, the abort flag a terminal raises
-/// when its connection breaks, the live count of completed transactions, and the window's
-/// one per-second series (so memory grows with the window once, not once per terminal).
+/// What every terminal of every load thread shares: the cancellation flag, the abort flag a
+/// terminal raises when its connection breaks (and the run when a thread panics), the live
+/// count of completed transactions, and the window's one per-second series (so memory
+/// grows with the window once, not once per terminal or thread).
 #[derive(Debug, Default)]
 pub struct Shared {
     pub stop: Arc<AtomicBool>,
@@ -72,8 +76,8 @@ pub struct Pace {
     pub time_scale: f64,
 }
 
-/// One terminal's (or, merged, the worker's) measurements of the window; the per-second
-/// series is [`Shared`]'s.
+/// The measurements of a load thread's terminals (one set for all of them, whatever their
+/// number) or, merged, of the worker's; the per-second series is [`Shared`]'s.
 #[derive(Clone, Debug)]
 pub struct TermStats {
     pub all: ClientStats,
@@ -90,6 +94,14 @@ impl TermStats {
             kinds: (0..KINDS).map(|_| ClientStats::new(1)).collect(),
             rollbacks: [0; KINDS],
             first_error: None,
+        }
+    }
+
+    /// The first error: a terminal's first one not retryable, else the first failure of
+    /// the window.
+    pub fn settle_first_error(&mut self) {
+        if self.first_error.is_none() {
+            self.first_error.clone_from(&self.all.first_error);
         }
     }
 
@@ -157,26 +169,27 @@ async fn pause(secs: f64, end: Instant, shared: &Shared) -> bool {
             return true;
         }
         let step = until.min(end).min(now + Duration::from_millis(100));
-        tokio::time::sleep_until(tokio::time::Instant::from_std(step)).await;
+        sleep_until(step).await;
     }
 }
 
-/// Runs terminal `id` until the window ends; an error only when its connection breaks.
+/// Runs terminal `id` until the window ends, recording into its thread's `stats`; an error
+/// only when its connection breaks.
 pub async fn terminal(
     id: u32,
     mut t: Terminal,
     tl: Timeline,
-    shared: Arc<Shared>,
+    shared: &Shared,
     pace: Pace,
-) -> Result<TermStats, WorkerError> {
-    let mut stats = TermStats::new();
+    stats: &RefCell<TermStats>,
+) -> Result<(), WorkerError> {
     let mut deck = Deck::new(&mut t.rng);
     loop {
         if shared.halted() || Instant::now() >= tl.end {
             break;
         }
         let kind = deck.deal(&mut t.rng);
-        if pace.keying_thinking && !pause(KEYING_S[kind] * pace.time_scale, tl.end, &shared).await {
+        if pace.keying_thinking && !pause(KEYING_S[kind] * pace.time_scale, tl.end, shared).await {
             break;
         }
         let t0 = Instant::now();
@@ -195,6 +208,7 @@ pub async fn terminal(
                 shared.live.fetch_add(1, Ordering::Relaxed);
                 if in_window {
                     let latency = done - t0;
+                    let mut stats = stats.borrow_mut();
                     stats.all.record(0, latency);
                     shared.seconds.record(second, Some(latency));
                     stats.kinds[kind].record(0, latency);
@@ -219,6 +233,7 @@ pub async fn terminal(
                 if !retryable {
                     tracing::debug!(terminal = id, error = %msg, "tpcc transaction failed");
                 }
+                let mut stats = stats.borrow_mut();
                 if stats.first_error.is_none() && !retryable {
                     stats.first_error = Some(msg.clone());
                 }
@@ -231,14 +246,11 @@ pub async fn terminal(
         }
         if pace.keying_thinking {
             let think = t.rng.neg_exp(THINK_S[kind] * pace.time_scale);
-            if !pause(think, tl.end, &shared).await {
+            if !pause(think, tl.end, shared).await {
                 break;
             }
         }
     }
-    if stats.first_error.is_none() {
-        stats.first_error.clone_from(&stats.all.first_error);
-    }
     t.close().await;
-    Ok(stats)
+    Ok(())
 }

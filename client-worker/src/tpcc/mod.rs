@@ -4,7 +4,8 @@
 //! Steps ([`TpccStep`]): `schema` (drop, create, load item; one worker),
 //! `load` (this worker's warehouses: w with (w - 1) % parts == part), `finish` (keys,
 //! DBT-2's indexes, VACUUM ANALYZE), `check` (consistency conditions 1 to 10 and 12).
-//! The measured window: [`run`].
+//! The measured window: [`run`], its terminals split over load threads (`thread`), each
+//! running its share as tasks of its own executor (`driver`).
 
 mod check;
 mod driver;
@@ -14,6 +15,7 @@ pub mod rand;
 mod run;
 mod schema;
 mod step;
+mod thread;
 mod txn;
 
 pub use driver::NAMES as TXN_NAMES;

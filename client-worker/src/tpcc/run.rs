@@ -1,61 +1,34 @@
-//! A run's share on this worker: connect every terminal, report "ready", wait for the go,
-//! warm up, measure, and fold the terminals' measurements into a `LoadResult`.
+//! A run's share on this worker: split the terminals over load threads
+//! ([`crate::engine::spread`], [`super::thread`]), each connecting its terminals and then
+//! running them on its own executor; report "ready" once all are connected, wait for the go,
+//! start the threads, warm up, measure, and fold the threads' measurements into a
+//! `LoadResult`. The run itself (stages, go, live throughput) stays on tokio.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use blocklab_daemon::fleet::ProgressSink;
 use tokio::sync::oneshot;
 
-use super::driver::{KINDS, NAMES, Pace, Shared, TermStats, Timeline, terminal};
-use super::params::{DISTRICTS, TpccOptions};
+use super::driver::{KINDS, NAMES, Pace, Shared, TermStats, Timeline};
+use super::params::TpccOptions;
 use super::rand::{NuConstants, Rng};
-use super::txn::Terminal;
+use super::thread::{Setup, run_thread};
 use crate::conn::Target;
 use crate::cpu::CpuTimes;
 use crate::engine::control::LoadControl;
 use crate::engine::live::report_live_from;
+use crate::engine::spread::{self, Halt, Kind};
 use crate::engine::stats::serialize_histogram;
 use crate::engine::window::{self, WindowFacts, WindowParams};
 use crate::error::WorkerError;
 use blocklab_measure::{LoadResult, Metric, TxnType};
 
-/// The seed of terminal `k`'s generator, from the run's seed.
-fn terminal_seed(seed: u64, k: u32) -> u64 {
-    let mut r = Rng::seed(seed ^ 0x7e41_0000_0000_0000);
-    r.next_u64()
-        .wrapping_add(u64::from(k).wrapping_mul(0x9e37_79b9_7f4a_7c15))
-}
-
-async fn connect_terminal(
-    target: &Target,
-    k: u32,
-    warehouses: i32,
-    seed: u64,
-    c: NuConstants,
-) -> Result<(Terminal, Duration), WorkerError> {
-    let t0 = Instant::now();
-    let conn = crate::engine::pgwire::startup::connect(target)
-        .await
-        .map_err(|e| WorkerError::Connect {
-            target: target.display.clone(),
-            reason: e.to_string(),
-        })?;
-    let home = (
-        (k % warehouses as u32) as i32 + 1,
-        ((k / warehouses as u32) % DISTRICTS as u32) as i32 + 1,
-        warehouses,
-    );
-    let term = Terminal::prepare(conn, Rng::seed(terminal_seed(seed, k)), home, c)
-        .await
-        .map_err(|e| WorkerError::Sql {
-            context: format!(
-                "tpcc terminal {k}: preparing the statements (load the tpcc data first)"
-            ),
-            reason: e.to_string(),
-        })?;
-    Ok((term, t0.elapsed()))
-}
+static KIND: Kind = Kind {
+    name: "tpcc",
+    panicked: "a tpcc load thread panicked",
+};
 
 /// Runs this worker's share of the measured window: connect, report "ready", wait for `go`
 /// (when given), warm up, measure.
@@ -85,54 +58,68 @@ pub async fn run(
     let c = NuConstants::for_run(&mut Rng::seed(seed));
     let w = i32::try_from(o.warehouses)
         .map_err(|_| WorkerError::InvalidArgument("warehouses is too large".into()))?;
-    tracing::info!(target = %target.display, terminals = t.clients, warehouses = w, seed,
-        keying_thinking = o.keying_thinking, time_scale = o.time_scale, "starting tpcc run");
+    let thread_count = spread::thread_count(t.threads, t.clients);
+    tracing::info!(target = %target.display, terminals = t.clients, threads = thread_count, warehouses = w,
+        seed, keying_thinking = o.keying_thinking, time_scale = o.time_scale, "starting tpcc run");
 
-    let begin = Instant::now();
-    let connects = (0..t.clients).map(|i| {
-        let k = t.client_id_offset.wrapping_add(i);
-        connect_terminal(&target, k, w, seed, c)
+    let duration = t.duration;
+    let window_seconds = duration.as_secs_f64().ceil().max(1.0) as usize;
+    let shared = Arc::new(Shared::new(ctl.stop.clone(), window_seconds));
+    let setup = Arc::new(Setup {
+        target,
+        warehouses: w,
+        seed,
+        c,
+        client_id_offset: t.client_id_offset,
+        shared: shared.clone(),
+        pace: Pace {
+            keying_thinking: o.keying_thinking,
+            time_scale: o.time_scale,
+        },
     });
-    let mut terms = Vec::with_capacity(t.clients as usize);
-    let mut conn_total = Duration::ZERO;
-    for r in futures::future::join_all(connects).await {
-        let (term, took) = r?;
-        conn_total += took;
-        terms.push(term);
-    }
+    let halt: Halt = {
+        let shared = shared.clone();
+        Arc::new(move || shared.abort.store(true, Ordering::Relaxed))
+    };
+    let begin = Instant::now();
+    let mut threads = spread::spawn(
+        &KIND,
+        spread::split(t.clients, thread_count),
+        halt,
+        move |part, hs| run_thread(&setup, part, hs),
+    )?;
+    let conn_total = match threads.ready().await {
+        Ok(total) => total,
+        Err(e) => {
+            threads.abort().await;
+            return Err(e);
+        }
+    };
     let connection_elapsed = begin.elapsed();
     progress.stage(blocklab_spec::Stage::Ready, "").await;
     tracing::info!(terminals = t.clients, "all tpcc terminals connected");
     if let Some(go) = go {
-        if ctl.stop.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err(WorkerError::Run("cancelled before the go".into()));
-        }
-        tokio::select! {
-            r = go => if r.is_err() { return Err(WorkerError::Run("the go signal was dropped".into())) },
-            _ = ctl.stopped.notified() => return Err(WorkerError::Run("cancelled before the go".into())),
+        let cancelled = || WorkerError::Run("cancelled before the go".into());
+        let waited = if ctl.stop.load(Ordering::Relaxed) {
+            Err(cancelled())
+        } else {
+            tokio::select! {
+                r = go => r.map_err(|_| WorkerError::Run("the go signal was dropped".into())),
+                _ = ctl.stopped.notified() => Err(cancelled()),
+            }
+        };
+        if let Err(e) = waited {
+            threads.abort().await;
+            return Err(e);
         }
     }
 
     let start = Instant::now();
-    let duration = t.duration;
     let tl = Timeline {
         window_start: start + t.warmup,
         end: start + t.warmup + duration,
-        window_seconds: duration.as_secs_f64().ceil().max(1.0) as usize,
     };
-    let shared = Arc::new(Shared::new(ctl.stop.clone(), tl.window_seconds));
-    let pace = Pace {
-        keying_thinking: o.keying_thinking,
-        time_scale: o.time_scale,
-    };
-    let handles: Vec<_> = terms
-        .into_iter()
-        .enumerate()
-        .map(|(i, term)| {
-            let id = t.client_id_offset.wrapping_add(i as u32);
-            tokio::spawn(terminal(id, term, tl, shared.clone(), pace))
-        })
-        .collect();
+    threads.start(tl);
     if !t.warmup.is_zero() {
         let msg = format!("{} s warm-up", t.warmup.as_secs_f64());
         progress.stage(blocklab_spec::Stage::WarmingUp, &msg).await;
@@ -143,7 +130,7 @@ pub async fn run(
     progress.stage(blocklab_spec::Stage::Measuring, &msg).await;
     let completed = {
         let shared = shared.clone();
-        move || shared.live.load(std::sync::atomic::Ordering::Relaxed)
+        move || shared.live.load(Ordering::Relaxed)
     };
     let live = tokio::spawn(report_live_from(
         completed,
@@ -151,26 +138,22 @@ pub async fn run(
         tl.window_start,
     ));
 
+    let ended = threads.finish().await;
+    live.abort();
     let mut total = TermStats::new();
     let mut first_err = None;
-    for h in handles {
-        match h.await {
-            Ok(Ok(s)) => total.merge(&s),
-            Ok(Err(e)) => {
-                first_err.get_or_insert(e);
-            }
-            Err(e) => {
-                first_err.get_or_insert(WorkerError::Run(format!("a tpcc terminal panicked: {e}")));
-            }
+    for o in ended? {
+        total.merge(&o.stats);
+        if let Some(e) = o.error {
+            first_err.get_or_insert(e);
         }
     }
-    live.abort();
     total.all.seconds = shared.series();
     let cpu = CpuTimes::now().since(cpu_before);
     if let Some(e) = first_err {
         return Err(e);
     }
-    if ctl.stop.load(std::sync::atomic::Ordering::Relaxed) {
+    if ctl.stop.load(Ordering::Relaxed) {
         return Err(WorkerError::Run("cancelled".into()));
     }
     let measured = Instant::now()

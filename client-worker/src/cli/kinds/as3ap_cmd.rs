@@ -112,6 +112,7 @@ async fn as3ap_mix(a: As3apMixArgs) -> Result<ExitCode, Failure> {
         duration: Duration::from_secs(a.seconds),
         warmup: Duration::from_secs(a.warmup),
         client_id_offset: 0,
+        threads: 0,
         protocol: as3ap::protocol(&a.protocol).map_err(setup)?,
     };
     let o = as3ap::run(&t, rows, mix, &ProgressSink::detached(), &control(), None)

@@ -208,6 +208,7 @@ async fn tpcc_run(a: TpccRunArgs) -> Result<ExitCode, Failure> {
         duration: Duration::from_secs(a.seconds),
         warmup: Duration::from_secs(a.warmup),
         client_id_offset: 0,
+        threads: 0,
         protocol: Protocol::Simple,
     };
     let opts = tpcc_options(a.warehouses, a.keying_thinking, a.time_scale)?;

@@ -4,9 +4,10 @@
 //! takes every byte the socket has (a short read also tells the runtime the socket is
 //! drained, so the next wait goes straight to the poller).
 //!
-//! A connection's socket is either a tokio one (the TPC-C-like and AS3AP-like drivers, on
-//! the multi-thread runtime) or one driven by the pgbench engine's load thread executor
-//! ([`polled`]); the protocol code above the socket is the same for both.
+//! A connection's socket is either one driven by a load thread's executor ([`polled`]: the
+//! pgbench engine's clients, the TPC-C-like terminals and the AS3AP-like users) or a tokio
+//! one ([`startup::connect`], which no measured loop uses now); the protocol code above the
+//! socket is the same for both.
 //!
 //! [`startup`] opens the connection (TCP or a Unix socket, trust, password, md5 or
 //! SCRAM-SHA-256); [`request`] encodes a script's SQL commands; [`query`] runs the workload
@@ -137,7 +138,7 @@ fn io_error(e: &std::io::Error) -> SqlError {
 pub enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
-    /// A socket of the pgbench engine's load thread executor.
+    /// A socket of a load thread's executor.
     Polled(polled::Polled),
 }
 

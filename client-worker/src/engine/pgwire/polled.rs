@@ -1,4 +1,5 @@
-//! A socket of the pgbench engine's measured loop, driven by the load thread's executor
+//! A socket of a measured loop (the pgbench engine's clients, the TPC-C-like terminals, the
+//! AS3AP-like users), driven by its load thread's executor
 //! ([`crate::engine::executor`]) instead of a tokio runtime: a non-blocking `mio` TCP or Unix
 //! stream, registered once with the thread's poller (edge-triggered, readable and writable)
 //! under the token of the client's task. A read or a write that would block returns `Pending`

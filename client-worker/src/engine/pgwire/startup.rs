@@ -4,9 +4,10 @@
 //! TLS is not offered (`sslmode=require` is refused), as the fleet's loopback and LAN
 //! benchmarks run without it.
 //!
-//! [`connect`] opens a tokio socket (the workload drivers). [`connect_polled`] opens one for
-//! the pgbench engine's load thread executor: the socket connects blocking, as libpq's
+//! [`connect_polled`] opens one for a load thread's executor (the pgbench engine's clients,
+//! the TPC-C-like terminals, the AS3AP-like users): the socket connects blocking, as libpq's
 //! connect does in pgbench, then turns non-blocking and the startup runs on the executor.
+//! [`connect`] opens a tokio socket (no measured loop uses it now).
 //! Both give up after the conninfo's connect timeout (15 s if none).
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};

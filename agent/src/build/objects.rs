@@ -11,8 +11,8 @@
 //! of the headers the compiler's `-MMD` output names (make's `autodepend`, what configure's
 //! `--enable-depend` turns on), with the build directory's paths made relative, so builds in
 //! different directories share them. A miss then costs the compile alone; the preprocessor
-//! mode ran the preprocessor once more for every object, about a quarter more compiler time
-//! in a build that finds nothing, which is every first build of a page size.
+//! mode ran the preprocessor once more for every object it could not find, which is every
+//! object of a first build of a page size.
 //!
 //! Containment: the store is written by the builds user, who also runs the configure scripts
 //! of every source. So it is the builds user's only while a build of its own family runs (the

@@ -29,13 +29,13 @@ step "install what the demo needs (deploy/setup.sh)"
 export BLOCKLAB_SETUP_FOR=demo
 . deploy/setup.sh
 
-step "build blocklab (about 8 minutes the first time on 2 cores) and start a coordinator, an agent and a worker"
+step "build blocklab (about 7 minutes the first time on 2 cores) and start a coordinator, an agent and a worker"
 . deploy/local-lab.sh
 
 step "validate the spec (dry run)"
 "$bin/blocklab" submit --dry-run deploy/specs/demo.toml
 
-step "run the job: two PostgreSQL builds (about 3.5 minutes each the first time on 2 cores), then the runs"
+step "run the job: two PostgreSQL builds (about 3 minutes each the first time on 2 cores), then the runs"
 "$bin/blocklab" submit --watch deploy/specs/demo.toml | tee "$demo_dir/submit.out"
 job=$(head -n 1 "$demo_dir/submit.out")   # submit prints the job id first, alone
 

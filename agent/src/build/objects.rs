@@ -6,13 +6,16 @@
 //! A family is a tarball (its digest) or a git repository (its mirror). Its store,
 //! `build_cache/.objects/<family>/`, holds a ccache directory and configure's cache files,
 //! one per configure script and arguments (`config-<hash>.cache`; the page sizes are not
-//! cached checks, so every page size of a source shares one). ccache runs in its depend
-//! mode: an object is found by the compiler's arguments and the contents of its source and
-//! of the headers the compiler's `-MMD` output names (make's `autodepend`, what configure's
-//! `--enable-depend` turns on), with the build directory's paths made relative, so builds in
-//! different directories share them. A miss then costs the compile alone; the preprocessor
-//! mode ran the preprocessor once more for every object it could not find, which is every
-//! object of a first build of a page size.
+//! cached checks, so every page size of a source shares one). Objects are found with the
+//! build directory's paths made relative, so builds in different directories share them.
+//! A tarball's family uses ccache's depend mode: an object is found by the compiler's
+//! arguments and the contents of its source and of the headers the compiler's `-MMD` output
+//! names (make's `autodepend`, what configure's `--enable-depend` turns on), and a miss
+//! costs the compile alone. A git repository's family uses the preprocessor mode (an object
+//! found by its preprocessed text), which runs the preprocessor once more for every object
+//! it cannot find: a checkout generates its parser's and catalogs' headers anew in every
+//! build, and depend mode found none of the backend's objects for the next commit, where
+//! the preprocessor mode finds all those the commit did not change.
 //!
 //! Containment: the store is written by the builds user, who also runs the configure scripts
 //! of every source. So it is the builds user's only while a build of its own family runs (the
@@ -57,6 +60,8 @@ pub struct Store {
     dir: PathBuf,
     builder: RunAs,
     ccache: bool,
+    /// ccache's depend mode (a tarball's family) rather than its preprocessor mode.
+    depend: bool,
     _lock: File,
 }
 
@@ -85,6 +90,7 @@ impl Store {
             dir,
             builder: builder.clone(),
             ccache,
+            depend: ccache && family.starts_with(TARBALL_FAMILY),
             _lock: lock,
         })
     }
@@ -113,7 +119,7 @@ impl Store {
         if !self.ccache {
             return Vec::new();
         }
-        vec![
+        let mut env = vec![
             ("PATH".into(), format!("{CCACHE_LINKS}:{CHILD_PATH}")),
             ("CCACHE_DIR".into(), self.ccache_dir().display().to_string()),
             ("CCACHE_BASEDIR".into(), base.display().to_string()),
@@ -122,14 +128,17 @@ impl Store {
             ("CCACHE_NOHASHDIR".into(), "1".into()),
             ("CCACHE_MAXSIZE".into(), CCACHE_MAX_SIZE.into()),
             ("CCACHE_UMASK".into(), "022".into()),
-            ("CCACHE_DEPEND".into(), "1".into()),
-        ]
+        ];
+        if self.depend {
+            env.push(("CCACHE_DEPEND".into(), "1".into()));
+        }
+        env
     }
 
     /// `make`'s arguments that go with [`Store::env`]: compile rules that write the
-    /// dependency lists depend mode reads. Without ccache, none.
+    /// dependency lists depend mode reads. Without depend mode, none.
     pub fn make_args(&self) -> &'static [&'static str] {
-        if self.ccache {
+        if self.depend {
             &["autodepend=yes"]
         } else {
             &[]
@@ -192,6 +201,9 @@ impl Store {
     }
 }
 
+/// How a tarball's family name begins.
+const TARBALL_FAMILY: &str = "src-";
+
 /// The family of a tarball (its digest) or of a git repository (its mirror's path).
 pub fn family(digest: &str, git_mirror: Option<&Path>) -> String {
     match git_mirror {
@@ -199,7 +211,7 @@ pub fn family(digest: &str, git_mirror: Option<&Path>) -> String {
             let h = Sha256::digest(format!("git:{}", m.display()).as_bytes());
             format!("git-{}", &format!("{h:x}")[..16])
         }
-        None => format!("src-{}", digest.get(..16).unwrap_or(digest)),
+        None => format!("{TARBALL_FAMILY}{}", digest.get(..16).unwrap_or(digest)),
     }
 }
 

@@ -7,14 +7,18 @@
 //! verdict. The change points are those of E-Divisive means with a permutation test
 //! ([`crate::stats::changepoint`], seeded, so the same runs give the same points) over the
 //! effects' log ratios `ln(1 + change)`: a shift of the effect itself, whatever the levels of
-//! the two cells did. The search sees each point's estimate, not its interval: a point
-//! measured with few runs weighs as much as one measured with many.
+//! the two cells did. The permutation test sees each point's estimate, not its interval; each
+//! split it finds must also differ by more than the points' measurement noise (the points'
+//! standard errors, from their intervals and degrees of freedom, [`changepoint::measured`]).
+//! A split that passes the first test only is shown as what more runs per point would decide.
 
 use blocklab_measure::job::CellResult;
 use serde_json::{Value, json};
 
 use crate::format::{p_value, pct};
-use crate::stats::changepoint::{ChangePoint, Options, e_divisive};
+use crate::stats::changepoint::{
+    self, ChangePoint, Level, Options, Precision, e_divisive_measured,
+};
 
 /// One comparison at one point.
 struct Point<'a> {
@@ -29,6 +33,9 @@ struct Series<'a> {
     comparison: String,
     points: Vec<Point<'a>>,
     change_points: Vec<ChangePoint>,
+    /// The search's last candidate when the permutation test found it but the points'
+    /// measurement noise covers it.
+    within_noise: Option<Level>,
     /// Why no change point could be looked for.
     not_searched: Option<String>,
 }
@@ -62,6 +69,7 @@ fn series(cells: &[CellResult]) -> Vec<Series<'_>> {
                 comparison,
                 points: vec![p],
                 change_points: Vec::new(),
+                within_noise: None,
                 not_searched: None,
             }),
         }
@@ -73,12 +81,33 @@ fn series(cells: &[CellResult]) -> Vec<Series<'_>> {
             .iter()
             .map(|p| (1.0 + p.cell.pct_change_vs_baseline.unwrap_or(0.0) / 100.0).ln())
             .collect();
-        match e_divisive(&effects, &Options::default()) {
-            Ok(d) => s.change_points = d.change_points,
+        let precision: Vec<Precision> = s.points.iter().map(|p| precision(p.cell)).collect();
+        let options = Options::default();
+        match e_divisive_measured(&effects, Some(&precision), &options) {
+            Ok(d) => {
+                s.within_noise = d
+                    .levels
+                    .last()
+                    .filter(|l| !l.significant && l.p_value <= options.sig_level)
+                    .cloned();
+                s.change_points = d.change_points;
+            }
             Err(e) => s.not_searched = Some(e.to_string()),
         }
     }
     out
+}
+
+/// A point's standard error on the log scale, from its 95% interval and degrees of freedom
+/// (`NaN` when it has neither).
+fn precision(c: &CellResult) -> Precision {
+    match (c.pct_change_ci95_low, c.pct_change_ci95_high, c.welch_df) {
+        (Some(low), Some(high), Some(df)) => Precision::from_interval(low, high, df),
+        _ => Precision {
+            se: f64::NAN,
+            df: f64::NAN,
+        },
+    }
 }
 
 /// About the smallest p-value the permutation test can give over `n` points: a clean step
@@ -88,6 +117,23 @@ fn best_p(n: usize) -> f64 {
     let k = n / 2;
     let ways = (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64);
     (2.0 / ways).min(1.0)
+}
+
+/// What a candidate inside the points' noise was, and what would decide it.
+fn noise_text(s: &Series, level: &Level) -> String {
+    let at = level.candidate().index;
+    let Some(m) = level.measured else {
+        return String::new();
+    };
+    format!(
+        ": the shift between {} and {} ({} -> {}, p {} over the points' order) is within the points' measurement noise (p {}); more runs per point would decide it",
+        s.points[at - 1].source,
+        s.points[at].source,
+        pct(changepoint::pct_of_log(m.mean_before)),
+        pct(changepoint::pct_of_log(m.mean_after)),
+        p_value(level.p_value),
+        p_value(m.p_value),
+    )
 }
 
 fn interval(c: &CellResult) -> String {
@@ -121,6 +167,11 @@ pub fn series_text(cells: &[CellResult], bullet: &str) -> String {
         }
         if let Some(why) = &s.not_searched {
             out.push_str(&format!("{indent}change points not searched: {why}\n"));
+        } else if let (true, Some(level)) = (s.change_points.is_empty(), &s.within_noise) {
+            out.push_str(&format!(
+                "{indent}change points: none{}\n",
+                noise_text(&s, level)
+            ));
         } else if s.change_points.is_empty() {
             let best = best_p(s.points.len());
             out.push_str(&format!(
@@ -139,13 +190,22 @@ pub fn series_text(cells: &[CellResult], bullet: &str) -> String {
             let at = &s.points[cp.index];
             let before = &s.points[cp.index - 1];
             out.push_str(&format!(
-                "{indent}change point between {} and {}: the effect {} -> {} ({} in the ratio), p {}\n",
+                "{indent}change point between {} and {}: the effect {} -> {} ({} in the ratio), p {}{}\n",
                 before.source,
                 at.source,
                 pct(cp.before_pct()),
                 pct(cp.after_pct()),
                 pct(cp.magnitude_pct()),
-                p_value(cp.p_value)
+                p_value(cp.p_value),
+                cp.measured_p
+                    .map(|m| format!(", beyond the points' noise at p {}", p_value(m)))
+                    .unwrap_or_default()
+            ));
+        }
+        if let (false, Some(level)) = (s.change_points.is_empty(), &s.within_noise) {
+            out.push_str(&format!(
+                "{indent}no further change point{}\n",
+                noise_text(&s, level)
             ));
         }
     }
@@ -182,7 +242,20 @@ pub fn series_json(cells: &[CellResult]) -> Option<Value> {
                     "after_pct": cp.after_pct(),
                     "magnitude_pct": cp.magnitude_pct(),
                     "p_value": cp.p_value,
+                    "measured_p_value": cp.measured_p,
                 })).collect::<Vec<_>>(),
+                "within_noise": s.within_noise.as_ref().and_then(|l| {
+                    let m = l.measured?;
+                    let at = l.candidate().index;
+                    Some(json!({
+                        "after_source": s.points[at - 1].source,
+                        "at_source": s.points[at].source,
+                        "before_pct": changepoint::pct_of_log(m.mean_before),
+                        "after_pct": changepoint::pct_of_log(m.mean_after),
+                        "p_value": l.p_value,
+                        "measured_p_value": m.p_value,
+                    }))
+                }),
                 "not_searched": s.not_searched,
             })
         })
@@ -206,6 +279,7 @@ mod tests {
             pct_change_ci95_high: Some(change + 1.0),
             verdict: if change > 1.0 { "faster" } else { "equivalent" }.into(),
             n: 3,
+            welch_df: Some(4.0),
             series_point: Some(point),
             ..Default::default()
         }
@@ -261,6 +335,39 @@ mod tests {
         let json = series_json(&cells).expect("a series");
         assert_eq!(json[0]["change_points"][0]["at_source"], "c5");
         assert_eq!(json[0]["points"].as_array().map(Vec::len), Some(8));
+    }
+
+    /// The known-answer series of the end-to-end `bisect` test, as one noisy run measured it:
+    /// the step at point 5 is a change point, confirmed beyond the points' noise; the
+    /// permutation test's second split, at point 2, is shown as within the noise.
+    #[test]
+    fn a_split_within_the_noise_says_what_would_decide_it() {
+        let cells: Vec<CellResult> = crate::stats::changepoint::measured::tests::KNOWN_ANSWER
+            .iter()
+            .enumerate()
+            .map(|(i, &(change, low, high))| CellResult {
+                pct_change_ci95_low: Some(low),
+                pct_change_ci95_high: Some(high),
+                ..cell(i as u32, &format!("p{i:02}"), i as u32, change)
+            })
+            .collect();
+        let text = series_text(&cells, "");
+        eprintln!("{text}");
+        assert!(
+            text.contains("  change point between p04 and p05: the effect +1.3% -> -26.9% (-27.8% in the ratio), p 0.004, beyond the points' noise at p <0.001\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  no further change point: the shift between p01 and p02 (+6.3% -> -2.4%, p 0.038 over the points' order) is within the points' measurement noise (p 0.269); more runs per point would decide it\n"),
+            "{text}"
+        );
+        let json = series_json(&cells).expect("a series");
+        let s = &json[0];
+        assert_eq!(s["change_points"].as_array().map(Vec::len), Some(1));
+        assert_eq!(s["change_points"][0]["at_source"], "p05");
+        assert_eq!(s["within_noise"]["at_source"], "p02");
+        let p = s["within_noise"]["measured_p_value"].as_f64().unwrap();
+        assert!((p - 4.0 * 0.06728388140189728).abs() < 1e-9, "{p}");
     }
 
     /// Six points with the same step: no split can reach p <= 0.05, and the text says why.

@@ -24,7 +24,8 @@
 //!   below the calibrated n ([`MIN_RUNS_TO_DECIDE`], [`gated`]).
 //! - Suspect runs: see [`SUSPECT_RULE`] and [`select_runs`].
 //! - Over a series (versions, commits): the change points of an effect, E-Divisive with means
-//!   and a seeded permutation test ([`changepoint`], [`e_divisive`]).
+//!   and a seeded permutation test, each confirmed against the points' own measurement noise
+//!   ([`changepoint`], [`e_divisive_measured`]).
 
 pub mod changepoint;
 pub mod fdr;
@@ -37,7 +38,9 @@ pub mod tost;
 mod verdict;
 mod welch;
 
-pub use changepoint::{ChangePoint, ChangePointError, Detection, e_divisive};
+pub use changepoint::{
+    ChangePoint, ChangePointError, Detection, Precision, e_divisive, e_divisive_measured,
+};
 pub use metric::{DESCRIPTIVE_UNITS, Metric, StatsError};
 pub use power::{MAX_EXTRA_ROUNDS, POWER, log_band, planned_mde_pct};
 pub use ratio::{Model, Ratio, Run, compare, delta, pct_of_log};

@@ -38,10 +38,19 @@
 //! [`ChangePoint::magnitude_pct`] is `100·(exp(after - before) - 1)`: how much the ratio itself
 //! changed, in %; [`ChangePoint::before_pct`] and [`ChangePoint::after_pct`] are the effect
 //! either side as % changes.
+//!
+//! Given each point's standard error ([`e_divisive_measured`]), a candidate must also pass
+//! the measurement check ([`measured`]): the segments either side, each pooled by its points'
+//! precision, differ at the same level. A series whose points scatter only by their own
+//! measurement noise then shows no change point, whatever shape the permutation test finds.
 
 use blocklab_script::prng::Xoshiro256;
 
-use super::ratio::pct_of_log;
+pub use super::ratio::pct_of_log;
+
+pub mod measured;
+
+pub use measured::{Measured, Precision, check};
 
 /// The significance level of a candidate split when the job names none.
 pub const DEFAULT_SIG_LEVEL: f64 = 0.05;
@@ -59,6 +68,8 @@ pub enum ChangePointError {
     SigLevel(f64),
     #[error("the permutation test needs at least one permutation")]
     NoPermutations,
+    #[error("the series has {values} points but {precision} standard errors")]
+    PrecisionLength { values: usize, precision: usize },
 }
 
 /// The search's settings.
@@ -98,7 +109,11 @@ pub struct Level {
     /// Which of `candidates` is the level's (the first of the largest `q̂`).
     pub best: usize,
     pub p_value: f64,
-    /// `p_value ≤ sig_level` (and a positive `q̂`): the candidate became a change point.
+    /// The measurement check of the candidate's split within its window (`None` without the
+    /// points' precision).
+    pub measured: Option<Measured>,
+    /// `p_value ≤ sig_level` (and a positive `q̂`), and the measurement check's p-value as
+    /// well when there is one: the candidate became a change point.
     pub significant: bool,
 }
 
@@ -117,6 +132,8 @@ pub struct ChangePoint {
     pub level: usize,
     pub q: f64,
     pub p_value: f64,
+    /// The measurement check's p-value, at the level that found it.
+    pub measured_p: Option<f64>,
     /// The mean of the segment before `index` (from the previous change point or the start),
     /// and of the segment from `index` (to the next change point or the end).
     pub mean_before: f64,
@@ -232,6 +249,16 @@ fn mean(xs: &[f64]) -> f64 {
 
 /// E-Divisive with means over `values` (see the module's doc).
 pub fn e_divisive(values: &[f64], options: &Options) -> Result<Detection, ChangePointError> {
+    e_divisive_measured(values, None, options)
+}
+
+/// E-Divisive with means over `values`, each candidate also checked against the points'
+/// `precision` (one per value) when given.
+pub fn e_divisive_measured(
+    values: &[f64],
+    precision: Option<&[Precision]>,
+    options: &Options,
+) -> Result<Detection, ChangePointError> {
     if let Some((index, &value)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
         return Err(ChangePointError::NotFinite { index, value });
     }
@@ -241,8 +268,14 @@ pub fn e_divisive(values: &[f64], options: &Options) -> Result<Detection, Change
     if options.permutations == 0 {
         return Err(ChangePointError::NoPermutations);
     }
+    if let Some(p) = precision.filter(|p| p.len() != values.len()) {
+        return Err(ChangePointError::PrecisionLength {
+            values: values.len(),
+            precision: p.len(),
+        });
+    }
     let mut rng = Xoshiro256::seed(options.seed);
-    let mut found: Vec<(usize, usize, f64, f64)> = Vec::new(); // index, level, q, p
+    let mut found: Vec<(usize, usize, f64, f64, Option<f64>)> = Vec::new(); // index, level, q, p, measured p
     let mut levels = Vec::new();
     let mut scratch = values.to_vec();
     while values.len() >= 2 {
@@ -279,19 +312,30 @@ pub fn e_divisive(values: &[f64], options: &Options) -> Result<Detection, Change
             }
         }
         let p_value = f64::from(at_least + 1) / f64::from(options.permutations + 1);
-        let significant = p_value <= options.sig_level;
+        let (a, b) = windows[best];
+        let measured = precision
+            .and_then(|precision| check(values, precision, (a, candidates[best].index, b)));
+        let significant =
+            p_value <= options.sig_level && measured.is_none_or(|m| m.p_value <= options.sig_level);
         let level = levels.len();
         levels.push(Level {
             windows,
             candidates: candidates.clone(),
             best,
             p_value,
+            measured,
             significant,
         });
         if !significant {
             break;
         }
-        found.push((candidates[best].index, level, q, p_value));
+        found.push((
+            candidates[best].index,
+            level,
+            q,
+            p_value,
+            measured.map(|m| m.p_value),
+        ));
     }
     found.sort_by_key(|c| c.0);
     let mut cuts: Vec<usize> = found.iter().map(|c| c.0).collect();
@@ -300,11 +344,12 @@ pub fn e_divisive(values: &[f64], options: &Options) -> Result<Detection, Change
     let change_points = found
         .iter()
         .enumerate()
-        .map(|(k, &(index, level, q, p_value))| ChangePoint {
+        .map(|(k, &(index, level, q, p_value, measured_p))| ChangePoint {
             index,
             level,
             q,
             p_value,
+            measured_p,
             mean_before: mean(&values[cuts[k]..cuts[k + 1]]),
             mean_after: mean(&values[cuts[k + 1]..cuts[k + 2]]),
         })

@@ -15,7 +15,6 @@ use blocklab_script::prng::PgPrng;
 
 use super::mix::Mix;
 use crate::conn::Target;
-use crate::engine::executor::Executor;
 use crate::engine::pgwire::query::{self, Rows};
 use crate::engine::pgwire::request::Template;
 use crate::engine::pgwire::startup::connect_polled;
@@ -175,51 +174,13 @@ async fn connect(s: &Setup, seed: u64) -> Result<(User, Duration), WorkerError> 
     Ok((user, started.elapsed()))
 }
 
-fn executor_error(e: &std::io::Error) -> WorkerError {
-    WorkerError::Run(format!("as3ap load thread executor failed: {e}"))
-}
-
 /// Runs the users seeded with `seeds` on this thread.
 pub(super) fn run_thread(s: &Setup, seeds: Vec<u64>, mut hs: Handshake<Span>) -> ThreadOutcome {
-    let mut ex = match Executor::new() {
-        Ok(ex) => ex,
-        Err(e) => {
-            hs.ready(Err(WorkerError::Run(format!(
-                "cannot start an as3ap load thread's poller: {e}"
-            ))));
-            return ThreadOutcome::empty();
-        }
-    };
-    let opened = match ex.run(seeds.iter().map(|&seed| connect(s, seed))) {
-        Ok(o) => o,
-        Err(e) => {
-            hs.ready(Err(executor_error(&e)));
-            return ThreadOutcome::empty();
-        }
-    };
-    // One slot per user, in order: the task of user `i` keeps token `i`.
-    let mut users = Vec::with_capacity(opened.len());
-    let mut times = Vec::with_capacity(opened.len());
-    let mut first_err = None;
-    for r in opened {
-        match r {
-            Ok((u, took)) => {
-                users.push(u);
-                times.push(took);
-            }
-            Err(e) => {
-                first_err.get_or_insert(e);
-            }
-        }
-    }
-    if let Some(e) = first_err {
-        let _ = ex.run(users.into_iter().map(|u| u.conn.close()));
-        hs.ready(Err(e));
-        return ThreadOutcome::empty();
-    }
-    hs.ready(Ok(times));
-    let Some(span) = hs.wait_for_go() else {
-        let _ = ex.run(users.into_iter().map(|u| u.conn.close()));
+    let Some((mut ex, users, span)) = hs
+        .open(seeds.iter().map(|&seed| connect(s, seed)), |u: User| {
+            u.conn.close()
+        })
+    else {
         return ThreadOutcome::empty();
     };
     // One set of measurements for all the thread's users.
@@ -229,7 +190,7 @@ pub(super) fn run_thread(s: &Setup, seeds: Vec<u64>, mut hs: Handshake<Span>) ->
     if let Err(e) = ran {
         tracing::error!(error = %e, "as3ap load thread executor failed");
         s.halt.store(true, Ordering::Relaxed);
-        outcome.error = Some(executor_error(&e));
+        outcome.error = Some(super::multi::KIND.executor_error(&e));
     }
     outcome
 }

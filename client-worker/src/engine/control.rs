@@ -17,13 +17,6 @@ pub(crate) struct Timeline {
     pub window_seconds: usize,
 }
 
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Go {
-    Wait,
-    Start(Timeline),
-    Abort,
-}
-
 /// How a running load is steered from outside: stopped early, or started by a go.
 #[derive(Clone, Default)]
 pub struct LoadControl {

@@ -7,18 +7,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use blocklab_daemon::fleet::ProgressSink;
-use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::sync::{Notify, oneshot};
 
 use crate::conn::Target;
 use crate::cpu::CpuTimes;
-use crate::engine::control::{Go, LoadControl, Timeline, effective_seed};
+use crate::engine::control::{LoadControl, Timeline, effective_seed};
 use crate::engine::exec::{ClientState, StepStat};
 use crate::engine::options::LoadOptions;
 use crate::engine::plan::{Live, Plan, ScriptSet};
 use crate::engine::report::{LoadReport, Timings};
 use crate::engine::shared::ThreadRngs;
+use crate::engine::spread::{self, Halt};
 use crate::engine::stats::ClientStats;
-use crate::engine::thread::{ThreadOutcome, ThreadPart, run_thread};
+use crate::engine::thread::{KIND, ThreadOutcome, ThreadPart, run_thread};
 use crate::engine::txlog::LogFields;
 use crate::error::{WorkerError, describe};
 use blocklab_script::expr::Value;
@@ -199,48 +200,30 @@ pub async fn run_load_controlled(
     let mut states = states.into_iter();
 
     let begin = Instant::now();
-    let (go_tx, go_rx) = watch::channel(Go::Wait);
-    let (ready_tx, mut ready_rx) = mpsc::unbounded_channel();
-    let mut outcomes = Vec::new();
+    let mut parts = Vec::with_capacity(threads as usize);
     for t in 0..threads {
         // pgbench's split: the first (clients % threads) threads get one client more.
         let n = opts.clients / threads + u32::from(t < opts.clients % threads);
-        let part = ThreadPart {
+        parts.push(ThreadPart {
             tid: opts.thread_id_offset + t,
             clients: states.by_ref().take(n as usize).collect(),
             rngs: thread_rngs[t as usize],
-        };
-        let (done_tx, done_rx) = oneshot::channel();
-        let (plan, go_rx, ready_tx, stop) = (
-            plan.clone(),
-            go_rx.clone(),
-            ready_tx.clone(),
-            ctl.stop.clone(),
-        );
-        std::thread::Builder::new()
-            .name(format!("load-{t}"))
-            .spawn(move || {
-                let outcome = run_thread(&plan, part, go_rx, ready_tx, stop);
-                let _ = done_tx.send(outcome);
-            })
-            .map_err(|e| WorkerError::Run(format!("cannot start load thread: {e}")))?;
-        outcomes.push(done_rx);
+        });
     }
-    drop(ready_tx);
-
-    let mut conn_total = Duration::ZERO;
-    let mut first_err = None;
-    for _ in 0..threads {
-        match ready_rx.recv().await {
-            Some(Ok(times)) => conn_total += times.iter().sum::<Duration>(),
-            Some(Err(e)) => {
-                first_err.get_or_insert(e);
-            }
-            None => {
-                first_err.get_or_insert(WorkerError::Run("a load thread exited early".into()));
-            }
-        }
-    }
+    // A thread that panics stops the others; a load dropped before its threads finished
+    // stops them too.
+    let halt: Halt = {
+        let stop = ctl.stop.clone();
+        Arc::new(move || stop.store(true, Ordering::Relaxed))
+    };
+    let mut load_threads = spread::spawn(&KIND, parts, halt, {
+        let (plan, stop) = (plan.clone(), ctl.stop.clone());
+        move |part, hs| run_thread(&plan, part, hs, stop)
+    })?;
+    let (mut first_err, conn_total) = match load_threads.ready().await {
+        Ok(total) => (None, total),
+        Err(e) => (Some(e), Duration::ZERO),
+    };
     let connection_elapsed = begin.elapsed();
     if first_err.is_none()
         && let Some(go) = go
@@ -256,10 +239,7 @@ pub async fn run_load_controlled(
         }
     }
     if let Some(e) = first_err {
-        let _ = go_tx.send(Go::Abort);
-        for o in outcomes {
-            let _ = o.await;
-        }
+        load_threads.abort().await;
         return Err(e);
     }
     let start = Instant::now();
@@ -279,7 +259,7 @@ pub async fn run_load_controlled(
             1
         },
     };
-    let _ = go_tx.send(Go::Start(timeline));
+    load_threads.start(timeline);
     tracing::info!(
         connection_ms = connection_elapsed.as_secs_f64() * 1e3,
         "all clients connected"
@@ -321,14 +301,12 @@ pub async fn run_load_controlled(
     total.grow = !timed;
     let mut last_finish = window_start;
     let mut log_error = None;
-    for o in outcomes {
+    for o in load_threads.finish().await? {
         let ThreadOutcome {
             stats,
             finished,
             log_error: e,
-        } = o
-            .await
-            .map_err(|_| WorkerError::Run("a load thread panicked".into()))?;
+        } = o;
         total.merge(&stats);
         last_finish = last_finish.max(finished);
         log_error = log_error.or(e);

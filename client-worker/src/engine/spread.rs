@@ -1,19 +1,24 @@
-//! The load threads of the workload drivers (TPC-C-like terminals, AS3AP-like users), as the
-//! pgbench engine's ([`crate::engine::thread`]): a run's sessions split over OS threads
+//! The load threads of every kind of run (the pgbench engine's clients,
+//! [`crate::engine::thread`]; the TPC-C-like terminals; the AS3AP-like users): a run's
+//! sessions split over OS threads
 //! (pgbench's split: the first `sessions % threads` threads take one more), each thread
 //! connecting its share and running it as tasks of its own executor
 //! ([`crate::engine::executor`]). The run itself stays on tokio; between it and its threads
 //! go each thread's readiness (its sessions' connection times, or the error that stopped
 //! it), the start (or an abort) once every thread is ready, and each thread's outcome. A
 //! thread that panics halts the others' sessions and is reported as the run's error, never
-//! waited for; a run dropped before its threads finished aborts and halts them too.
+//! waited for; a run dropped before its threads finished aborts and halts them too. Each
+//! thread has its own ready channel, so one that panics before it is ready is seen as such.
+//! [`Handshake::open`] is the drivers' whole start: connect, report ready, wait for the go.
 
+use std::future::Future;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
 
+use crate::engine::executor::Executor;
 use crate::error::WorkerError;
 
 /// The threads a share of `sessions` runs on: `requested`, or as many as the machine has
@@ -63,8 +68,16 @@ pub(crate) struct Kind {
     pub panicked: &'static str,
 }
 
+impl Kind {
+    /// A thread's executor failed while it ran the thread's sessions.
+    pub fn executor_error(&self, e: &std::io::Error) -> WorkerError {
+        WorkerError::Run(format!("{} load thread executor failed: {e}", self.name))
+    }
+}
+
 /// A thread's side of the handshake with its run.
 pub(crate) struct Handshake<T> {
+    kind: &'static Kind,
     ready: Option<oneshot::Sender<Ready>>,
     go: watch::Receiver<Go<T>>,
 }
@@ -92,6 +105,69 @@ impl<T: Copy> Handshake<T> {
                 }
             }
         })
+    }
+}
+
+impl<T: Copy> Handshake<T> {
+    /// A driver thread's start: makes the thread's executor, opens its sessions on it (each
+    /// `opens` future gives a session and its connection time), reports ready, and waits for
+    /// the start. `None` when the thread cannot start (its error is its readiness) or the run
+    /// was aborted; the sessions it opened are then closed with `close`.
+    pub fn open<S, Open, Close, Closing>(
+        &mut self,
+        opens: impl IntoIterator<Item = Open>,
+        close: Close,
+    ) -> Option<(Executor, Vec<S>, T)>
+    where
+        Open: Future<Output = Result<(S, Duration), WorkerError>>,
+        Close: FnMut(S) -> Closing,
+        Closing: Future<Output = ()>,
+    {
+        let mut ex = match Executor::new() {
+            Ok(ex) => ex,
+            Err(e) => {
+                self.ready(Err(WorkerError::Run(format!(
+                    "cannot start the {} load thread's poller: {e}",
+                    self.kind.name
+                ))));
+                return None;
+            }
+        };
+        let opened = match ex.run(opens) {
+            Ok(o) => o,
+            Err(e) => {
+                self.ready(Err(self.kind.executor_error(&e)));
+                return None;
+            }
+        };
+        // One slot per session, in order: the task of session `i` keeps token `i`.
+        let mut sessions = Vec::with_capacity(opened.len());
+        let mut times = Vec::with_capacity(opened.len());
+        let mut first_err = None;
+        for r in opened {
+            match r {
+                Ok((session, took)) => {
+                    sessions.push(session);
+                    times.push(took);
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = first_err {
+            let _ = ex.run(sessions.into_iter().map(close));
+            self.ready(Err(e));
+            return None;
+        }
+        self.ready(Ok(times));
+        match self.wait_for_go() {
+            Some(go) => Some((ex, sessions, go)),
+            None => {
+                let _ = ex.run(sessions.into_iter().map(close));
+                None
+            }
+        }
     }
 }
 
@@ -143,6 +219,7 @@ where
         let (ready_tx, ready_rx) = oneshot::channel();
         let (done_tx, done_rx) = oneshot::channel();
         let hs = Handshake {
+            kind,
             ready: Some(ready_tx),
             go: go_rx.clone(),
         };

@@ -7,16 +7,15 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-use tokio::sync::{mpsc, watch};
+use std::time::Instant;
 
 use crate::engine::client::Session;
-use crate::engine::control::{Go, Timeline};
+use crate::engine::control::Timeline;
 use crate::engine::exec::ClientState;
 use crate::engine::executor::Executor;
 use crate::engine::plan::Plan;
 use crate::engine::shared::{ThreadRngs, ThreadShared};
+use crate::engine::spread::{Handshake, Kind};
 use crate::engine::stats::ClientStats;
 use crate::engine::txlog::{ThreadLog, epoch_us};
 use crate::engine::txloop::{Ctx, client_loop};
@@ -30,7 +29,11 @@ pub(crate) struct ThreadOutcome {
     pub log_error: Option<String>,
 }
 
-type Ready = mpsc::UnboundedSender<Result<Vec<Duration>, WorkerError>>;
+/// The pgbench engine's threads (`pgbench-load-0`, ...).
+pub(crate) static KIND: Kind = Kind {
+    name: "pgbench",
+    panicked: "a load thread panicked",
+};
 
 /// A thread's part of the run: its index in the run, its clients and random streams.
 pub(crate) struct ThreadPart {
@@ -39,15 +42,10 @@ pub(crate) struct ThreadPart {
     pub rngs: ThreadRngs,
 }
 
-fn executor_error(e: &std::io::Error) -> WorkerError {
-    WorkerError::Run(format!("load thread executor failed: {e}"))
-}
-
 pub(crate) fn run_thread(
     plan: &Arc<Plan>,
     part: ThreadPart,
-    go: watch::Receiver<Go>,
-    ready: Ready,
+    mut hs: Handshake<Timeline>,
     stop: Arc<AtomicBool>,
 ) -> ThreadOutcome {
     let empty = |log_error| ThreadOutcome {
@@ -59,7 +57,7 @@ pub(crate) fn run_thread(
     let mut ex = match Executor::new() {
         Ok(ex) => ex,
         Err(e) => {
-            let _ = ready.send(Err(WorkerError::Run(format!(
+            hs.ready(Err(WorkerError::Run(format!(
                 "cannot start the load thread's poller: {e}"
             ))));
             return empty(None);
@@ -78,7 +76,7 @@ pub(crate) fn run_thread(
     let opened = match opened {
         Ok(o) => o,
         Err(e) => {
-            let _ = ready.send(Err(executor_error(&e)));
+            hs.ready(Err(KIND.executor_error(&e)));
             return empty(None);
         }
     };
@@ -107,7 +105,7 @@ pub(crate) fn run_thread(
             }
         }));
         if let Err(e) = closing {
-            first_err.get_or_insert(executor_error(&e));
+            first_err.get_or_insert(KIND.executor_error(&e));
         }
     }
     let log = match plan.log.as_ref() {
@@ -122,11 +120,11 @@ pub(crate) fn run_thread(
         }
         _ => None,
     };
-    let _ = ready.send(match first_err {
+    hs.ready(match first_err {
         Some(e) => Err(e),
         None => Ok(times),
     });
-    let Some(timeline) = futures::executor::block_on(wait_for_go(go)) else {
+    let Some(timeline) = hs.wait_for_go() else {
         let _ = ex.run(sessions.into_iter().flatten().map(Session::close));
         return empty(None);
     };
@@ -170,7 +168,7 @@ pub(crate) fn run_thread(
             tracing::error!(error = %e, "load thread executor failed");
             stats
                 .first_error
-                .get_or_insert_with(|| executor_error(&e).to_string());
+                .get_or_insert_with(|| KIND.executor_error(&e).to_string());
             stats.aborted += 1;
         }
     }
@@ -179,18 +177,5 @@ pub(crate) fn run_thread(
         stats,
         finished,
         log_error: shared.take_log_error(),
-    }
-}
-
-async fn wait_for_go(mut go: watch::Receiver<Go>) -> Option<Timeline> {
-    loop {
-        match *go.borrow_and_update() {
-            Go::Start(t) => return Some(t),
-            Go::Abort => return None,
-            Go::Wait => {}
-        }
-        if go.changed().await.is_err() {
-            return None;
-        }
     }
 }

@@ -15,7 +15,6 @@ use super::params::DISTRICTS;
 use super::rand::{NuConstants, Rng};
 use super::txn::Terminal;
 use crate::conn::Target;
-use crate::engine::executor::Executor;
 use crate::engine::pgwire::startup::connect_polled;
 use crate::engine::spread::Handshake;
 use crate::error::WorkerError;
@@ -81,56 +80,16 @@ async fn connect_terminal(s: &Setup, k: u32) -> Result<(Terminal, Duration), Wor
     Ok((term, t0.elapsed()))
 }
 
-fn executor_error(e: &std::io::Error) -> WorkerError {
-    WorkerError::Run(format!("tpcc load thread executor failed: {e}"))
-}
-
 /// Runs the terminals `part` (indexes into the worker's share) on this thread.
 pub(super) fn run_thread(
     s: &Setup,
     part: Range<u32>,
     mut hs: Handshake<Timeline>,
 ) -> ThreadOutcome {
-    let mut ex = match Executor::new() {
-        Ok(ex) => ex,
-        Err(e) => {
-            hs.ready(Err(WorkerError::Run(format!(
-                "cannot start a tpcc load thread's poller: {e}"
-            ))));
-            return ThreadOutcome::empty();
-        }
-    };
     let ids: Vec<u32> = part.map(|i| s.client_id_offset.wrapping_add(i)).collect();
-    let opened = match ex.run(ids.iter().map(|&k| connect_terminal(s, k))) {
-        Ok(o) => o,
-        Err(e) => {
-            hs.ready(Err(executor_error(&e)));
-            return ThreadOutcome::empty();
-        }
-    };
-    // One slot per terminal, in order: the task of terminal `i` keeps token `i`.
-    let mut terms = Vec::with_capacity(opened.len());
-    let mut times = Vec::with_capacity(opened.len());
-    let mut first_err = None;
-    for r in opened {
-        match r {
-            Ok((t, took)) => {
-                terms.push(t);
-                times.push(took);
-            }
-            Err(e) => {
-                first_err.get_or_insert(e);
-            }
-        }
-    }
-    if let Some(e) = first_err {
-        let _ = ex.run(terms.into_iter().map(Terminal::close));
-        hs.ready(Err(e));
-        return ThreadOutcome::empty();
-    }
-    hs.ready(Ok(times));
-    let Some(tl) = hs.wait_for_go() else {
-        let _ = ex.run(terms.into_iter().map(Terminal::close));
+    let Some((mut ex, terms, tl)) =
+        hs.open(ids.iter().map(|&k| connect_terminal(s, k)), Terminal::close)
+    else {
         return ThreadOutcome::empty();
     };
     // One set of measurements for all the thread's terminals.
@@ -146,7 +105,7 @@ pub(super) fn run_thread(
         Err(e) => {
             tracing::error!(error = %e, "tpcc load thread executor failed");
             s.shared.abort.store(true, Ordering::Relaxed);
-            Some(executor_error(&e))
+            Some(super::run::KIND.executor_error(&e))
         }
     };
     let mut stats = stats.into_inner();

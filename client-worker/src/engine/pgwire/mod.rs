@@ -4,10 +4,9 @@
 //! takes every byte the socket has (a short read also tells the runtime the socket is
 //! drained, so the next wait goes straight to the poller).
 //!
-//! A connection's socket is either one driven by a load thread's executor ([`polled`]: the
-//! pgbench engine's clients, the TPC-C-like terminals and the AS3AP-like users) or a tokio
-//! one ([`startup::connect`], which no measured loop uses now); the protocol code above the
-//! socket is the same for both.
+//! A connection's socket is driven by a load thread's executor ([`polled`]: the pgbench
+//! engine's clients, the TPC-C-like terminals and the AS3AP-like users); the unit tests feed
+//! the protocol code through a tokio socket pair instead.
 //!
 //! [`startup`] opens the connection (TCP or a Unix socket, trust, password, md5 or
 //! SCRAM-SHA-256); [`request`] encodes a script's SQL commands; [`query`] runs the workload
@@ -22,8 +21,8 @@ use bytes::{Buf, BytesMut};
 use fallible_iterator::FallibleIterator;
 use postgres_protocol::message::backend::{ErrorFields, Header, Message};
 use postgres_protocol::message::frontend;
+#[cfg(test)]
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpStream, UnixStream};
 
 /// What one receive asks the socket for at least.
 const READ_CHUNK: usize = 16 * 1024;
@@ -136,8 +135,9 @@ fn io_error(e: &std::io::Error) -> SqlError {
 /// A socket to the server.
 #[derive(Debug)]
 pub enum Stream {
-    Tcp(TcpStream),
-    Unix(UnixStream),
+    /// One end of a socket pair (the unit tests').
+    #[cfg(test)]
+    Unix(tokio::net::UnixStream),
     /// A socket of a load thread's executor.
     Polled(polled::Polled),
 }
@@ -179,7 +179,7 @@ impl Conn {
             return Err(SqlError::Connection("the connection is closed".into()));
         }
         let r = match &mut self.stream {
-            Stream::Tcp(s) => s.write_all(&self.out).await,
+            #[cfg(test)]
             Stream::Unix(s) => s.write_all(&self.out).await,
             Stream::Polled(s) => s.write_all(&self.out).await,
         };
@@ -208,7 +208,7 @@ impl Conn {
             }
             self.input.reserve(READ_CHUNK);
             let r = match &mut self.stream {
-                Stream::Tcp(s) => s.read_buf(&mut self.input).await,
+                #[cfg(test)]
                 Stream::Unix(s) => s.read_buf(&mut self.input).await,
                 Stream::Polled(s) => s.read_buf(&mut self.input).await,
             };
@@ -254,7 +254,7 @@ impl Conn {
         frontend::terminate(&mut self.out);
         let _ = self.flush().await;
         let _ = match &mut self.stream {
-            Stream::Tcp(s) => s.shutdown().await,
+            #[cfg(test)]
             Stream::Unix(s) => s.shutdown().await,
             Stream::Polled(s) => s.shutdown(),
         };

@@ -7,8 +7,7 @@
 //! [`connect_polled`] opens one for a load thread's executor (the pgbench engine's clients,
 //! the TPC-C-like terminals, the AS3AP-like users): the socket connects blocking, as libpq's
 //! connect does in pgbench, then turns non-blocking and the startup runs on the executor.
-//! [`connect`] opens a tokio socket (no measured loop uses it now).
-//! Both give up after the conninfo's connect timeout (15 s if none).
+//! It gives up after the conninfo's connect timeout (15 s if none).
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -18,7 +17,6 @@ use postgres_protocol::authentication::md5_hash;
 use postgres_protocol::authentication::sasl::{ChannelBinding, SCRAM_SHA_256, ScramSha256};
 use postgres_protocol::message::backend::Message;
 use postgres_protocol::message::frontend;
-use tokio::net::{TcpStream, UnixStream};
 use tokio_postgres::config::{Host, SslMode};
 
 use super::polled::Polled;
@@ -36,14 +34,6 @@ fn connect_timeout(target: &Target) -> Duration {
 
 fn timed_out() -> SqlError {
     SqlError::Connection("timeout expired".into())
-}
-
-/// Connects to `target` within its connect timeout, on the tokio runtime.
-pub async fn connect(target: &Target) -> Result<Conn, SqlError> {
-    match tokio::time::timeout(connect_timeout(target), connect_any(target)).await {
-        Ok(r) => r,
-        Err(_) => Err(timed_out()),
-    }
 }
 
 /// Where one host of the conninfo is reached.
@@ -88,31 +78,6 @@ fn no_host() -> SqlError {
 
 fn connect_error(e: &std::io::Error) -> SqlError {
     SqlError::Connection(format!("error connecting to server: {e}"))
-}
-
-async fn connect_any(target: &Target) -> Result<Conn, SqlError> {
-    let mut last = no_host();
-    for addr in addresses(target)? {
-        let stream = match &addr {
-            Addr::Ip(ip, port) => TcpStream::connect((*ip, *port)).await.map(tcp),
-            Addr::Name(h, port) => TcpStream::connect((h.as_str(), *port)).await.map(tcp),
-            Addr::Socket(path) => UnixStream::connect(path).await.map(Stream::Unix),
-        };
-        match stream {
-            Ok(s) => match startup(Conn::new(s), target).await {
-                Ok(conn) => return Ok(conn),
-                Err(e) => last = e,
-            },
-            Err(e) => last = connect_error(&e),
-        }
-    }
-    Err(last)
-}
-
-fn tcp(s: TcpStream) -> Stream {
-    // As libpq: requests go out at once.
-    let _ = s.set_nodelay(true);
-    Stream::Tcp(s)
 }
 
 /// Connects to `target` within its connect timeout, from a task of the load thread's

@@ -11,7 +11,8 @@
 #   ROUNDS=3 SECONDS_PER_RUN=5 bench/loadgen-vs-pgbench.sh      # the short mode
 #   CONNINFO="host=... port=... user=... dbname=..." bench/loadgen-vs-pgbench.sh
 #   MODE=perf bench/loadgen-vs-pgbench.sh     # perf stat and the top of perf report of each
-#       # tool, select-only prepared, in each of PERF_CELLS ("8:1 1:1", clients:threads)
+#       # tool, select-only under PERF_PROTOCOL (prepared), in each of PERF_CELLS ("8:1 1:1",
+#       # clients:threads)
 #   MODE=rss RSS_CLIENTS=1000 RSS_SECONDS=600 bench/loadgen-vs-pgbench.sh
 #       # the worker's RSS at 1 minute and at the end of a long run (rate-limited by
 #       # RSS_RATE, 2000 tps, so the server keeps up with 1000 connections)
@@ -88,8 +89,8 @@ if [[ "$MODE" == perf ]]; then
         j=${cell##*:}
         for tool in pgbench ours; do
             if [[ $tool == pgbench ]]; then cmd=("$PGBENCH"); else cmd=("$OURS" bench); fi
-            args=(-n -S -M prepared -c "$c" -j "$j" -T 8 "$CONNINFO")
-            echo "== $tool -c $c -j $j, select-only prepared, 8 s"
+            args=(-n -S -M "${PERF_PROTOCOL:-prepared}" -c "$c" -j "$j" -T 8 "$CONNINFO")
+            echo "== $tool -c $c -j $j, select-only ${PERF_PROTOCOL:-prepared}, 8 s"
             perf stat -x, -e task-clock,user_time,system_time,context-switches -o "$WORK/stat" \
                 "${cmd[@]}" "${args[@]}" 2>&1 | grep -E '^(tps|number of transactions actually)'
             grep -v '^#' "$WORK/stat" | grep -v '^$'

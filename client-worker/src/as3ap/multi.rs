@@ -29,7 +29,7 @@ use super::result::result;
 use super::users::{Setup, Span, run_thread};
 use crate::engine::live::report_live;
 
-pub(super) static KIND: Kind = Kind {
+static KIND: Kind = Kind {
     name: "as3ap",
     panicked: "an as3ap load thread panicked",
 };

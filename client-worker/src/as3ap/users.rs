@@ -190,7 +190,7 @@ pub(super) fn run_thread(s: &Setup, seeds: Vec<u64>, mut hs: Handshake<Span>) ->
     if let Err(e) = ran {
         tracing::error!(error = %e, "as3ap load thread executor failed");
         s.halt.store(true, Ordering::Relaxed);
-        outcome.error = Some(super::multi::KIND.executor_error(&e));
+        outcome.error = Some(hs.executor_error(&e));
     }
     outcome
 }

@@ -83,6 +83,11 @@ pub(crate) struct Handshake<T> {
 }
 
 impl<T: Copy> Handshake<T> {
+    /// The thread's executor failed while it ran the thread's sessions.
+    pub fn executor_error(&self, e: &std::io::Error) -> WorkerError {
+        self.kind.executor_error(e)
+    }
+
     /// Reports the thread's sessions connected (their connection times), or its error.
     pub fn ready(&mut self, r: Ready) {
         if let Some(tx) = self.ready.take() {

@@ -25,7 +25,7 @@ use crate::engine::window::{self, WindowFacts, WindowParams};
 use crate::error::WorkerError;
 use blocklab_measure::{LoadResult, Metric, TxnType};
 
-pub(super) static KIND: Kind = Kind {
+static KIND: Kind = Kind {
     name: "tpcc",
     panicked: "a tpcc load thread panicked",
 };

@@ -105,7 +105,7 @@ pub(super) fn run_thread(
         Err(e) => {
             tracing::error!(error = %e, "tpcc load thread executor failed");
             s.shared.abort.store(true, Ordering::Relaxed);
-            Some(super::run::KIND.executor_error(&e))
+            Some(hs.executor_error(&e))
         }
     };
     let mut stats = stats.into_inner();

@@ -9,22 +9,31 @@
 //! effects' log ratios `ln(1 + change)`: a shift of the effect itself, whatever the levels of
 //! the two cells did. The permutation test sees each point's estimate, not its interval; each
 //! split it finds must also differ by more than the points' measurement noise (the points'
-//! standard errors, from their intervals and degrees of freedom, [`changepoint::measured`]).
+//! standard errors, from their intervals and degrees of freedom, [`crate::stats::changepoint::measured`]).
 //! A split that passes the first test only is shown as what more runs per point would decide.
 
 use blocklab_measure::job::CellResult;
 use serde_json::{Value, json};
 
 use crate::format::{p_value, pct};
-use crate::stats::changepoint::{
-    self, ChangePoint, Level, Options, Precision, e_divisive_measured,
-};
+use crate::stats::changepoint::{ChangePoint, Options, Precision, e_divisive_measured, pct_of_log};
 
 /// One comparison at one point.
 struct Point<'a> {
     point: u32,
     source: String,
     cell: &'a CellResult,
+}
+
+/// A split the permutation test found and the measurement check did not confirm.
+struct WithinNoise {
+    after_source: String,
+    at_source: String,
+    /// The pooled effects either side, as % changes.
+    before_pct: f64,
+    after_pct: f64,
+    p_value: f64,
+    measured_p_value: f64,
 }
 
 /// One comparison over the series.
@@ -35,7 +44,7 @@ struct Series<'a> {
     change_points: Vec<ChangePoint>,
     /// The search's last candidate when the permutation test found it but the points'
     /// measurement noise covers it.
-    within_noise: Option<Level>,
+    within_noise: Option<WithinNoise>,
     /// Why no change point could be looked for.
     not_searched: Option<String>,
 }
@@ -89,7 +98,18 @@ fn series(cells: &[CellResult]) -> Vec<Series<'_>> {
                     .levels
                     .last()
                     .filter(|l| !l.significant && l.p_value <= options.sig_level)
-                    .cloned();
+                    .and_then(|l| {
+                        let m = l.measured?;
+                        let at = l.candidate().index;
+                        Some(WithinNoise {
+                            after_source: s.points[at - 1].source.clone(),
+                            at_source: s.points[at].source.clone(),
+                            before_pct: pct_of_log(m.mean_before),
+                            after_pct: pct_of_log(m.mean_after),
+                            p_value: l.p_value,
+                            measured_p_value: m.p_value,
+                        })
+                    });
                 s.change_points = d.change_points;
             }
             Err(e) => s.not_searched = Some(e.to_string()),
@@ -120,19 +140,15 @@ fn best_p(n: usize) -> f64 {
 }
 
 /// What a candidate inside the points' noise was, and what would decide it.
-fn noise_text(s: &Series, level: &Level) -> String {
-    let at = level.candidate().index;
-    let Some(m) = level.measured else {
-        return String::new();
-    };
+fn noise_text(w: &WithinNoise) -> String {
     format!(
         ": the shift between {} and {} ({} -> {}, p {} over the points' order) is within the points' measurement noise (p {}); more runs per point would decide it",
-        s.points[at - 1].source,
-        s.points[at].source,
-        pct(changepoint::pct_of_log(m.mean_before)),
-        pct(changepoint::pct_of_log(m.mean_after)),
-        p_value(level.p_value),
-        p_value(m.p_value),
+        w.after_source,
+        w.at_source,
+        pct(w.before_pct),
+        pct(w.after_pct),
+        p_value(w.p_value),
+        p_value(w.measured_p_value),
     )
 }
 
@@ -167,11 +183,8 @@ pub fn series_text(cells: &[CellResult], bullet: &str) -> String {
         }
         if let Some(why) = &s.not_searched {
             out.push_str(&format!("{indent}change points not searched: {why}\n"));
-        } else if let (true, Some(level)) = (s.change_points.is_empty(), &s.within_noise) {
-            out.push_str(&format!(
-                "{indent}change points: none{}\n",
-                noise_text(&s, level)
-            ));
+        } else if let (true, Some(w)) = (s.change_points.is_empty(), &s.within_noise) {
+            out.push_str(&format!("{indent}change points: none{}\n", noise_text(w)));
         } else if s.change_points.is_empty() {
             let best = best_p(s.points.len());
             out.push_str(&format!(
@@ -202,10 +215,10 @@ pub fn series_text(cells: &[CellResult], bullet: &str) -> String {
                     .unwrap_or_default()
             ));
         }
-        if let (false, Some(level)) = (s.change_points.is_empty(), &s.within_noise) {
+        if let (false, Some(w)) = (s.change_points.is_empty(), &s.within_noise) {
             out.push_str(&format!(
                 "{indent}no further change point{}\n",
-                noise_text(&s, level)
+                noise_text(w)
             ));
         }
     }
@@ -244,18 +257,14 @@ pub fn series_json(cells: &[CellResult]) -> Option<Value> {
                     "p_value": cp.p_value,
                     "measured_p_value": cp.measured_p,
                 })).collect::<Vec<_>>(),
-                "within_noise": s.within_noise.as_ref().and_then(|l| {
-                    let m = l.measured?;
-                    let at = l.candidate().index;
-                    Some(json!({
-                        "after_source": s.points[at - 1].source,
-                        "at_source": s.points[at].source,
-                        "before_pct": changepoint::pct_of_log(m.mean_before),
-                        "after_pct": changepoint::pct_of_log(m.mean_after),
-                        "p_value": l.p_value,
-                        "measured_p_value": m.p_value,
-                    }))
-                }),
+                "within_noise": s.within_noise.as_ref().map(|w| json!({
+                    "after_source": w.after_source,
+                    "at_source": w.at_source,
+                    "before_pct": w.before_pct,
+                    "after_pct": w.after_pct,
+                    "p_value": w.p_value,
+                    "measured_p_value": w.measured_p_value,
+                })),
                 "not_searched": s.not_searched,
             })
         })

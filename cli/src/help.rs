@@ -2,7 +2,8 @@
 
 pub const SUBMIT_EXAMPLES: &str = "Examples:\n  blocklab submit deploy/specs/demo.toml --dry-run\n  blocklab submit deploy/specs/demo.toml --watch\n  job=$(blocklab submit spec.toml)   (the job id alone on stdout)\n  BLOCKLAB_COORDINATOR=lab1:7400 blocklab submit spec.toml";
 pub const JOBS_EXAMPLES: &str = "Examples:\n  blocklab jobs\n  blocklab jobs --format json\n  blocklab --coordinator lab1:7400 --token-file ~/.blocklab-token jobs";
-pub const JOB_EXAMPLES: &str = "Examples:\n  blocklab job 6f1c\n  blocklab job 6f1c --run 3";
+pub const JOB_EXAMPLES: &str =
+    "Examples:\n  blocklab job 6f1c\n  blocklab job 6f1c --wide\n  blocklab job 6f1c --run 3";
 pub const HOSTS_EXAMPLES: &str =
     "Examples:\n  blocklab hosts\n  blocklab hosts --format csv\n  blocklab hosts --facts";
 pub const BUILDS_EXAMPLES: &str =

@@ -65,6 +65,11 @@ enum Command {
         /// random seed and per-statement latencies.
         #[arg(long)]
         run: Option<u32>,
+        /// Every column of the runs table (attempt, stage, both proven block sizes in bytes,
+        /// the build, each error's first line), as wide as they take. Without it the table
+        /// fits the terminal (100 columns when piped) and errors are listed under it.
+        #[arg(long)]
+        wide: bool,
     },
     /// List agents and workers, up or down.
     #[command(after_help = HOSTS_EXAMPLES)]
@@ -376,10 +381,12 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Job {
             job: JobArg { job_id },
             run,
+            wide,
         } => {
             let mut client = connect().await?;
             let job_id = cli::resolve_job_id(&mut client, &job_id).await?;
-            outln!("{}", cli::show_job(&mut client, &job_id, run).await?);
+            let width = (!wide).then(blocklab_cli::terminal::width);
+            outln!("{}", cli::show_job(&mut client, &job_id, run, width).await?);
         }
         Command::Hosts { facts, list } => {
             let format = cli::Format::parse(&list.format)?;

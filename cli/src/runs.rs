@@ -59,3 +59,24 @@ pub fn final_line(j: &blocklab_proto::v1::JobSummary) -> String {
     }
     line
 }
+
+/// The run's build as the runs tables show it: its key, "(cached)" when an earlier build
+/// served it, "-" before it has one.
+pub fn build_cell(r: &RunInfo) -> String {
+    if r.build_key.is_empty() {
+        "-".into()
+    } else if r.build_reused {
+        format!("{} (cached)", r.build_key)
+    } else {
+        r.build_key.clone()
+    }
+}
+
+/// A done run's result, "-" for any other.
+pub fn result_cell(r: &RunInfo) -> String {
+    if is_done(r) {
+        run_result(r)
+    } else {
+        "-".into()
+    }
+}

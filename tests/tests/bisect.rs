@@ -5,9 +5,10 @@
 //! nothing compiles.
 //!
 //! The series follows WAL 4K against 8K over every second commit (9 points, from the
-//! spec's `[commits]` as `blocklab submit` resolves it), 5 rounds a point: with 3, a point's
-//! 2 s runs at one client left its interval so wide that, once in a few runs, the first and
-//! the last points' effects did not differ and there was nothing to bisect. Its one change
+//! spec's `[commits]` as `blocklab submit` resolves it), 3 rounds a point. With the 5 ms cost
+//! a point after the change is about -77% [-83%, -69%] and one before it within about ±40%, so
+//! 3 rounds separate them (the change point's measured p < 0.001); with a 1 ms cost it took 5
+//! rounds and still failed now and then. Its one change
 //! point must fall between commits 8 and 10, beyond the points' measurement noise; the
 //! points before it scatter by 10-20% on a noisy disk, which the permutation test alone once
 //! took for a second change point (`report/src/stats/changepoint/tests.rs` keeps that run). Bisection between the first and the last point must then name commit 9
@@ -130,7 +131,7 @@ async fn a_series_over_commits_finds_the_change_and_bisection_names_its_commit()
         r#"
 name = "known answer"
 kind = "series"
-repetitions = 5
+repetitions = 3
 order = "randomized-block"
 seed = 16
 baseline = {{ wal_block_size_kb = 8 }}

@@ -96,6 +96,16 @@ duration = "2s"
     assert!(table.lines().all(|l| l.chars().count() <= 100), "{table}");
     let wide = run(&["results", &job, "--wide"]);
     assert!(wide.contains("16384") && wide.contains("p-value"), "{wide}");
+    // `job` likewise: its runs with their proven page sizes within 100 columns when piped;
+    // --wide: every column, the sizes in bytes.
+    let runs = run(&["job", &job]);
+    assert_eq!(runs.matches(" 16K/8K ").count(), 3, "{runs}");
+    assert!(runs.lines().all(|l| l.chars().count() <= 100), "{runs}");
+    let runs_wide = run(&["job", &job, "--wide"]);
+    assert!(
+        runs_wide.contains("| 16384 ") && runs_wide.contains("wal_block_size"),
+        "{runs_wide}"
+    );
     let csv = run(&[
         "results",
         &job,

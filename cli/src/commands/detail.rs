@@ -6,10 +6,12 @@ use blocklab_proto::v1::control_client::ControlClient;
 use blocklab_proto::v1::{GetJobRequest, GetJobResponse, RunChoices, RunDetail};
 pub use blocklab_report::format::RUN_KEY_COLUMNS;
 use blocklab_report::format::size;
+use blocklab_report::render::wrap;
 
+use super::job_table::runs_table;
 use super::table::table;
 use crate::client::{CliError, Transport, answer};
-use crate::runs::{is_done, run_result};
+use crate::runs::{build_cell, is_done, result_cell, run_result};
 
 /// The columns of `blocklab job`'s runs table after [`RUN_KEY_COLUMNS`].
 const RUN_DETAIL_COLUMNS: [&str; 5] = ["block_size", "wal_block_size", "result", "build", "error"];
@@ -25,11 +27,13 @@ pub fn runs_table_header() -> Vec<&'static str> {
 
 /// `blocklab job ID [--run N]`: the job and its runs, or run N (numbered from 1, as the runs
 /// table lists them) in detail. Run 0 is refused with the job's range, as the coordinator
-/// refuses one past the last.
+/// refuses one past the last. The runs table fits `width` ([`render_job_fit`]), or has every
+/// column when it is `None` (`--wide`).
 pub async fn show_job<T: Transport>(
     client: &mut ControlClient<T>,
     job_id: &str,
     run: Option<u32>,
+    width: Option<usize>,
 ) -> Result<String, CliError> {
     let request = GetJobRequest {
         job_id: job_id.to_string(),
@@ -44,12 +48,17 @@ pub async fn show_job<T: Transport>(
     }
     Ok(match &r.run_detail {
         Some(d) => render_run_detail(d),
-        None => render_job(&r),
+        None => match width {
+            // Printed with a newline of its own, as the other two.
+            Some(w) => render_job_fit(&r, w).trim_end_matches('\n').to_string(),
+            None => render_job(&r),
+        },
     })
 }
 
-/// `blocklab job ID`: the job's summary line and its runs.
-pub fn render_job(job: &GetJobResponse) -> String {
+/// The job's summary line, with its error, what it waits for, what it reruns and the build
+/// it is making.
+fn job_lines(job: &GetJobResponse) -> String {
     let mut out = String::new();
     if let Some(j) = &job.job {
         let _ = writeln!(
@@ -80,6 +89,18 @@ pub fn render_job(job: &GetJobResponse) -> String {
             let _ = writeln!(out, "{line}");
         }
     }
+    out
+}
+
+/// `blocklab job ID`: the job's summary lines wrapped at `width`, and its runs in a table that
+/// fits it ([`runs_table`]).
+pub fn render_job_fit(job: &GetJobResponse, width: usize) -> String {
+    wrap(&job_lines(job), width) + &runs_table(&job.runs, width)
+}
+
+/// `blocklab job ID --wide`: the job's summary lines and its runs with every column.
+pub fn render_job(job: &GetJobResponse) -> String {
+    let mut out = job_lines(job);
     let mut t = table(&runs_table_header());
     for r in &job.runs {
         t.add_row(vec![
@@ -91,20 +112,8 @@ pub fn render_job(job: &GetJobResponse) -> String {
             r.stage.clone(),
             size(r.block_size),
             size(r.wal_block_size),
-            if is_done(r) {
-                run_result(r)
-            } else {
-                "-".into()
-            },
-            if r.build_key.is_empty() {
-                "-".into()
-            } else {
-                format!(
-                    "{}{}",
-                    r.build_key,
-                    if r.build_reused { " (cached)" } else { "" }
-                )
-            },
+            result_cell(r),
+            build_cell(r),
             r.error.lines().next().unwrap_or("").to_string(),
         ]);
     }

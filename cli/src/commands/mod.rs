@@ -16,6 +16,7 @@ mod detail;
 mod export;
 mod history;
 mod ids;
+mod job_table;
 mod listing;
 mod plan;
 mod probe;
@@ -29,7 +30,9 @@ pub use blocklab_report::render::{
     Format, View, render_compare, render_compare_view, render_results, render_results_view,
 };
 pub use commits::{point_name, resolve_commits};
-pub use detail::{RUN_KEY_COLUMNS, render_job, render_run_detail, runs_table_header, show_job};
+pub use detail::{
+    RUN_KEY_COLUMNS, render_job, render_job_fit, render_run_detail, runs_table_header, show_job,
+};
 pub use export::{export_json, job_export};
 pub use history::{earlier_like, render_history};
 pub use ids::{MIN_PREFIX, match_prefix, resolve_job_id, resolve_job_ids};

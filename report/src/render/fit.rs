@@ -46,7 +46,7 @@ fn chars(s: &str) -> usize {
 /// One column of a plain table: its header, its cells, and whether they are numbers (aligned
 /// right).
 #[derive(Debug, Clone)]
-pub(super) struct Column {
+pub struct Column {
     pub header: String,
     pub cells: Vec<String>,
     pub right: bool,
@@ -82,13 +82,13 @@ impl Column {
 const GAP: &str = "  ";
 
 /// The width of the plain table of `columns`.
-pub(super) fn table_width(columns: &[&Column]) -> usize {
+pub fn table_width(columns: &[&Column]) -> usize {
     columns.iter().map(|c| c.width()).sum::<usize>() + GAP.len() * columns.len().saturating_sub(1)
 }
 
 /// A plain table: the headers, a dashed line under each, then the rows; columns separated by
 /// two spaces, no trailing spaces.
-pub(super) fn plain_table(columns: &[&Column]) -> String {
+pub fn plain_table(columns: &[&Column]) -> String {
     let widths: Vec<usize> = columns.iter().map(|c| c.width()).collect();
     let rows = columns.iter().map(|c| c.cells.len()).max().unwrap_or(0);
     let line = |cell: &dyn Fn(&Column) -> String| {

@@ -20,7 +20,7 @@ mod table;
 
 pub use compact::LEFT_OUT_ORDER;
 pub use data::{cell_json, csv_field};
-pub use fit::{PIPE_WIDTH, View, wrap};
+pub use fit::{Column, PIPE_WIDTH, View, plain_table, table_width, wrap};
 pub use metrics::{metric_rows, metric_table};
 pub use own::{is_builtin_script, own_json, own_tables};
 pub use scaling::{KNEE_RULE, scaling_json, scaling_text};

@@ -4,7 +4,6 @@
 //! indexed; `\gset` may add names at run time.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use crate::value::{EvalError, Value};
 
@@ -148,9 +147,7 @@ pub fn write_value(v: &Value, out: &mut String) {
     match v {
         Value::Null => out.push_str("NULL"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Int(i) => {
-            let _ = write!(out, "{i}");
-        }
+        Value::Int(i) => out.push_str(itoa::Buffer::new().format(*i)),
         Value::Double(d) => out.push_str(&format_g15(*d)),
     }
 }
@@ -248,6 +245,20 @@ mod tests {
         assert_eq!(format_g15(0.0001), "0.0001");
         assert_eq!(format_g15(f64::INFINITY), "Infinity");
         assert_eq!(format_g15(f64::NAN), "NaN");
+    }
+
+    #[test]
+    fn integers_are_written_as_c_prints_them() {
+        let text = |i| {
+            let mut s = String::from("x=");
+            write_value(&Value::Int(i), &mut s);
+            s
+        };
+        assert_eq!(text(0), "x=0");
+        assert_eq!(text(-42), "x=-42");
+        assert_eq!(text(100_000), "x=100000");
+        assert_eq!(text(i64::MAX), "x=9223372036854775807");
+        assert_eq!(text(i64::MIN), "x=-9223372036854775808");
     }
 
     #[test]

@@ -160,8 +160,9 @@ const N: usize = 5;
 struct Figures {
     submit: Duration,
     fill: Duration,
-    /// The job page's first view ever, which renders it and keeps it in the catalog.
-    first_page: Duration,
+    /// The job pages' first views ever, which render them and keep them in the catalog: the
+    /// median over the jobs, and the slowest.
+    first_page: (Duration, Duration),
     runs: usize,
     calls: Vec<Timing>,
 }
@@ -198,8 +199,12 @@ async fn main() {
         sqlite.fill, postgres.fill
     );
     println!(
-        "| dashboard job page, first view ever (renders and keeps it; once) | {:.1?} | | {:.1?} | |",
-        sqlite.first_page, postgres.first_page
+        "| dashboard job page, first view ever (renders and keeps it): median of the {jobs} jobs' | {:.1?} | | {:.1?} | |",
+        sqlite.first_page.0, postgres.first_page.0
+    );
+    println!(
+        "| dashboard job page, first view ever: the slowest of the {jobs} | {:.1?} | | {:.1?} | |",
+        sqlite.first_page.1, postgres.first_page.1
     );
     for (i, call) in CALLS.iter().enumerate() {
         let what = match call {
@@ -389,13 +394,22 @@ async fn measure(catalog: &Location, jobs: usize, per_run: i64) -> Figures {
             .await
             .expect("results kept");
     }
-    // The job page timed below, viewed once before (its first view renders and keeps it).
-    let t = Instant::now();
-    let last = ids.last().expect("a job");
-    blocklab_coordinator::dashboard::job_page::job_page(&kept, &catalog.to_string(), last)
-        .await
-        .expect("job page kept");
-    let first_page = t.elapsed();
+    // Every job's page viewed once, as a user's first view would (it renders the page and
+    // keeps it), each timed: the median and the slowest of these first views. The page timed
+    // below is then one viewed before.
+    let mut first_pages = Vec::new();
+    for id in &ids {
+        let t = Instant::now();
+        blocklab_coordinator::dashboard::job_page::job_page(&kept, &catalog.to_string(), id)
+            .await
+            .expect("job page kept");
+        first_pages.push(t.elapsed());
+    }
+    first_pages.sort();
+    let first_page = (
+        first_pages[first_pages.len() / 2],
+        *first_pages.last().expect("a job"),
+    );
     drop(kept);
 
     // 3. Each call timed on a coordinator started afresh on that catalog: the first call

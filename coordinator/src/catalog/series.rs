@@ -208,10 +208,11 @@ pub async fn insert(
 const STORED: &str = "SELECT s.run_id, s.last_second, s.points FROM run_series s
   JOIN runs r ON r.run_id = s.run_id WHERE r.job_id = $1";
 
-/// The last second of the job's runs without a stored series.
-const RAW_LAST_SECOND: &str = "SELECT CAST(MAX(s.second) AS BIGINT) FROM runs r
-  JOIN run_samples s ON s.run_id = r.run_id
-  WHERE r.job_id = $1 AND NOT EXISTS (SELECT 1 FROM run_series x WHERE x.run_id = r.run_id)";
+/// The last second of the job's runs without a stored series. The runs are chosen first, so
+/// a job whose runs all have one reads no sample.
+const RAW_LAST_SECOND: &str = "SELECT CAST(MAX(s.second) AS BIGINT) FROM run_samples s
+  WHERE s.run_id IN (SELECT r.run_id FROM runs r WHERE r.job_id = $1
+    AND NOT EXISTS (SELECT 1 FROM run_series x WHERE x.run_id = r.run_id))";
 
 /// The raw samples of the job's runs without a stored series in buckets of `$2` seconds
 /// (`second / $2`): the first second, the sums and the count. The casts keep the column types

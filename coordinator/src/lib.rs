@@ -138,6 +138,9 @@ async fn serve_boxed(
     });
     let scheduler = scheduler::Scheduler::new(catalog.clone(), registry.clone());
     scheduler.follow_progress();
+    if config.dashboard.is_some() {
+        scheduler.keep_pages(config.catalog.to_string());
+    }
     let (role_tx, role) = tokio::sync::watch::channel(if shared {
         leader::Role::Standby { leader: None }
     } else {

@@ -95,6 +95,8 @@ pub struct LabOptions {
     pub postgres_catalog: bool,
     /// The agents' dump directory (`--dumps-dir`); default each agent's own.
     pub dumps_dir: Option<PathBuf>,
+    /// Serve the coordinator's dashboard on a free loopback port.
+    pub dashboard: bool,
 }
 
 impl Default for LabOptions {
@@ -105,6 +107,7 @@ impl Default for LabOptions {
             agents: 1,
             postgres_catalog: false,
             dumps_dir: None,
+            dashboard: false,
         }
     }
 }
@@ -185,6 +188,12 @@ impl Lab {
         let mut config = blocklab_coordinator::CoordinatorConfig::new(catalog.clone());
         config.heartbeat_interval = Duration::from_millis(500);
         config.heartbeat_timeout = Duration::from_secs(5);
+        let dashboard = opts.dashboard.then(|| {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free port")
+        });
+        config.dashboard = dashboard;
         let rx = stop_rx.clone();
         handles.push(tokio::spawn(async move {
             blocklab_coordinator::serve(config, listener, stopped(rx))

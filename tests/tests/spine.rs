@@ -114,7 +114,11 @@ fn marker_mtimes() -> Vec<(String, SystemTime)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_k_versus_sixteen_k_end_to_end_with_cached_rebuild() {
-    spine(LabOptions::default()).await;
+    spine(LabOptions {
+        dashboard: true,
+        ..LabOptions::default()
+    })
+    .await;
 }
 
 /// The same, with the catalog on a PostgreSQL server.
@@ -122,6 +126,7 @@ async fn eight_k_versus_sixteen_k_end_to_end_with_cached_rebuild() {
 async fn the_spine_with_the_catalog_on_postgresql() {
     spine(LabOptions {
         postgres_catalog: true,
+        dashboard: true,
         ..LabOptions::default()
     })
     .await;
@@ -176,6 +181,32 @@ async fn spine(opts: LabOptions) {
 
     // The catalog rows, read straight from the catalog (the SQLite file or the database).
     let db = lab.catalog_sql().await;
+
+    // The coordinator serves a dashboard: the finished job's page was rendered and kept when
+    // the job finished, before anyone viewed it, for the catalog path the dashboard names.
+    let page_kept = || {
+        let (db, first) = (db.clone(), first.clone());
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM job_pages WHERE job_id = $1")
+                .bind(&first)
+                .fetch_one(&db)
+                .await
+                .expect("job_pages")
+                == 1
+        }
+    };
+    blocklab_tests::wait_until(Duration::from_secs(30), "the job's page kept", page_kept).await;
+    let (path, page): (String, String) =
+        sqlx::query_as("SELECT catalog_path, page_html FROM job_pages WHERE job_id = $1")
+            .bind(&first)
+            .fetch_one(&db)
+            .await
+            .expect("the kept page");
+    assert_eq!(path, lab.catalog().to_string());
+    assert!(
+        page.contains(&first) && page.contains("<h2 id=\"results\">"),
+        "{page}"
+    );
     let rows = sqlx::query("SELECT block_size_kb, block_size, wal_block_size, tps, transactions, failures, latency_p50_ms, latency_p99_ms, latency_max_ms, server_version FROM results_v WHERE job_id = $1 ORDER BY cell_index")
         .bind(&first)
         .fetch_all(&db)

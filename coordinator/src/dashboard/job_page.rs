@@ -1,8 +1,9 @@
 //! A job's page: its results, charts and verdicts rendered from its export, with its runs'
 //! traces downsampled in the catalog. A finished job's page never changes (a rerun is a job of
-//! its own), so the first view renders it once and keeps it in the catalog (`job_pages`, by
-//! this binary and for this catalog path, which the page names); every later view, also after
-//! a restart, reads that one row instead of every run.
+//! its own), so it is rendered once and kept in the catalog (`job_pages`, by this binary and
+//! for this catalog path, which the page names): when the job finishes, by a coordinator that
+//! serves a dashboard (the scheduler calls [`job_page`] then), else at its first view. Every
+//! later view, also after a restart, reads that one row instead of every run.
 
 use crate::catalog::{Catalog, CatalogError};
 use crate::results::ResultsError;

@@ -55,6 +55,10 @@ pub struct Scheduler {
     build_tasks: std::sync::Mutex<std::collections::HashMap<String, String>>,
     /// Per running job: set to true when the job is cancelled.
     cancels: std::sync::Mutex<std::collections::HashMap<String, watch::Sender<bool>>>,
+    /// The catalog path this coordinator's dashboard names in its pages, when it serves one:
+    /// a finished job's page is then rendered and kept when the job finishes, not at its
+    /// first view.
+    dashboard_catalog: std::sync::OnceLock<String>,
 }
 
 impl Scheduler {
@@ -67,7 +71,14 @@ impl Scheduler {
             cancels: std::sync::Mutex::new(std::collections::HashMap::new()),
             live: std::sync::Mutex::new(std::collections::HashMap::new()),
             build_tasks: std::sync::Mutex::new(std::collections::HashMap::new()),
+            dashboard_catalog: std::sync::OnceLock::new(),
         })
+    }
+
+    /// A dashboard serves this catalog, naming `catalog_path` in its pages: keep each job's
+    /// page when the job finishes.
+    pub fn keep_pages(&self, catalog_path: String) {
+        let _ = self.dashboard_catalog.set(catalog_path);
     }
 
     fn cancels(
@@ -320,6 +331,13 @@ impl Scheduler {
             && let Err(e) = crate::results::query_results(&self.catalog, "", job_id, "").await
         {
             tracing::warn!(job_id, error = %e, "the finished job's results were not computed");
+        }
+        // Its dashboard page likewise, so that even its first view reads one row.
+        if job.kind == JobKind::Benchmark
+            && let Some(path) = self.dashboard_catalog.get()
+            && let Err(e) = crate::dashboard::job_page::job_page(&self.catalog, path, job_id).await
+        {
+            tracing::warn!(job_id, error = %e, "the finished job's page was not kept");
         }
         Ok(())
     }

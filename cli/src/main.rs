@@ -65,9 +65,8 @@ enum Command {
         /// random seed and per-statement latencies.
         #[arg(long)]
         run: Option<u32>,
-        /// Every column of the runs table (attempt, stage, both proven block sizes in bytes,
-        /// the build, each error's first line), as wide as they take. Without it the table
-        /// fits the terminal (100 columns when piped) and errors are listed under it.
+        /// Every column of the runs table, as wide as they take; without it the table fits the
+        /// terminal (100 columns when piped) and errors are listed under it.
         #[arg(long)]
         wide: bool,
     },
@@ -566,11 +565,7 @@ async fn finish_watch(client: &mut ControlClient, job_id: &str) -> anyhow::Resul
     let done = watched
         .last()
         .is_some_and(|j| j.state.parse::<JobState>().ok() == Some(JobState::Done));
-    let code = if done {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
-    };
+    let code = ExitCode::from(if done { 0 } else { 2 });
     if already {
         return Ok(code);
     }

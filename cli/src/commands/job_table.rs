@@ -56,52 +56,43 @@ pub fn runs_table(runs: &[RunInfo], width: usize) -> String {
 
     let retried = runs.iter().any(|r| r.attempt > 1);
     let staged = runs.iter().any(stage_tells);
-    // The optional columns in the table's order, each with its name in LEFT_OUT_ORDER.
-    let shown: Vec<(&str, &Column)> = [
-        ("rep", &rep, true),
-        ("attempt", &attempt, retried),
-        ("stage", &stage, staged),
-        ("pages", &page, true),
-        ("build", &build, true),
+    // Every column in the table's order, named when it may leave (LEFT_OUT_ORDER's names);
+    // the attempt and the stage only where they tell something.
+    let all: Vec<(Option<&str>, &Column)> = [
+        (None, &number),
+        (None, &cell),
+        (Some("rep"), &rep),
+        (Some("attempt"), &attempt),
+        (None, &state),
+        (Some("stage"), &stage),
+        (Some("pages"), &page),
+        (None, &result),
+        (Some("build"), &build),
     ]
     .into_iter()
-    .filter(|(_, _, show)| *show)
-    .map(|(name, c, _)| (name, c))
+    .filter(|(name, _)| match *name {
+        Some("attempt") => retried,
+        Some("stage") => staged,
+        _ => true,
+    })
     .collect();
     let layout = |left_out: &[&str]| -> Vec<&Column> {
-        let optional = |name: &str| {
-            shown
-                .iter()
-                .find(|(n, _)| *n == name && !left_out.contains(n))
-                .map(|(_, c)| *c)
-        };
-        [
-            Some(&number),
-            Some(&cell),
-            optional("rep"),
-            optional("attempt"),
-        ]
-        .into_iter()
-        .chain([Some(&state), optional("stage"), optional("pages")])
-        .chain([Some(&result), optional("build")])
-        .flatten()
-        .collect()
+        all.iter()
+            .filter(|(name, _)| !name.is_some_and(|n| left_out.contains(&n)))
+            .map(|(_, c)| *c)
+            .collect()
     };
     // Leave columns out, in order, until the table fits (or nothing optional is left).
-    let candidates: Vec<&str> = LEFT_OUT_ORDER
-        .iter()
-        .copied()
-        .filter(|name| shown.iter().any(|(n, _)| n == name))
-        .collect();
     let mut left_out: Vec<&str> = Vec::new();
-    let mut columns = layout(&left_out);
-    for name in &candidates {
-        if table_width(&columns) <= width {
+    for name in LEFT_OUT_ORDER {
+        if table_width(&layout(&left_out)) <= width {
             break;
         }
-        left_out.push(name);
-        columns = layout(&left_out);
+        if all.iter().any(|(n, _)| *n == Some(name)) {
+            left_out.push(name);
+        }
     }
+    let columns = layout(&left_out);
     let mut out = plain_table(&columns);
     let failed: Vec<&RunInfo> = runs.iter().filter(|r| !r.error.is_empty()).collect();
     if !failed.is_empty() {
